@@ -90,6 +90,3 @@ func (p RelPath) Components() []string {
 func (p RelPath) String() string {
 	return strings.Join(p.components, "/")
 }
-
-// IsZero reports whether p is the zero RelPath, which no constructor returns.
-func (p RelPath) IsZero() bool { return len(p.components) == 0 }

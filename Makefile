@@ -1,0 +1,58 @@
+# resplane — see README.md. Every target works on a fresh clone with only Go installed;
+# tools (wire, staticcheck) are pinned in go.mod and run with `go tool`.
+
+GO        ?= go
+BIN       := bin/resplane
+PKG       := ./...
+DEMO      := examples/demo
+LISTEN    ?= 127.0.0.1:8080
+
+.DEFAULT_GOAL := help
+
+.PHONY: help build run test test-short lint fmt arch wire wire-check bench load clean
+
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## Build the binary into bin/resplane.
+	$(GO) build -trimpath -o $(BIN) ./cmd/resplane
+
+run: build ## Serve the bundled demo capsule on 127.0.0.1:8080.
+	@echo "Serving $(DEMO)/murmur.yaml on http://$(LISTEN) — try:"
+	@echo "  curl -s http://$(LISTEN)/resources/files"
+	@echo "  curl -si http://$(LISTEN)/resources/files/report.md"
+	@echo "  curl -s http://$(LISTEN)/.well-known/agent-card.json"
+	@echo "Stop with Ctrl-C."
+	$(BIN) serve --manifest $(DEMO)/murmur.yaml --workdir $(DEMO)/workdir --listen $(LISTEN) --log-format console
+
+test: arch wire-check ## Check the architecture and wire_gen.go, then run every test with the race detector (what CI runs).
+	$(GO) test -race -count=1 $(PKG)
+
+test-short: ## Run the tests without the race detector.
+	$(GO) test -count=1 $(PKG)
+
+lint: ## gofmt, go vet and staticcheck.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKG)
+	$(GO) tool staticcheck $(PKG)
+
+fmt: ## Format the code.
+	gofmt -w $$(git ls-files '*.go')
+
+arch: ## Fail when a package imports across the dependency rule.
+	$(GO) run ./scripts/archcheck
+
+wire: ## Regenerate wire_gen.go from wire.go.
+	$(GO) tool wire gen .
+
+wire-check: ## Fail when wire_gen.go is not what wire generates.
+	$(GO) tool wire diff . || (echo "wire_gen.go is stale: run 'make wire'"; exit 1)
+
+bench: ## Run the Go benchmarks.
+	$(GO) test -run '^$$' -bench . -benchmem $(PKG)
+
+load: build ## Load-test the real binary (see scripts/load.sh).
+	scripts/load.sh
+
+clean: ## Remove build output.
+	rm -rf bin

@@ -1,0 +1,167 @@
+// Package control is the control API: HTTP/1.1 with JSON bodies over a Unix socket (mode
+// 0600), the seam between the agent loop and the service (interface.md). It is never
+// reachable over TCP.
+//
+// The agent tools appear only when their grant is declared: an undeclared tool is 404
+// unknown_tool, exactly as if it did not exist.
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/domain/refusal"
+)
+
+// Status is the static part of GET /v1/status; the generation is read per request.
+type Status struct {
+	SessionID   string
+	Containment string
+	Planes      []string
+	Tools       []string
+	Audience    string
+	URL         string
+}
+
+// API is the control API's handler set.
+type API struct {
+	status Status
+	tasks  *application.Tasks
+	share  *application.ShareFile     // nil when exports.peer_files is not declared
+	fetch  *application.FetchPeerFile // nil when capabilities.peer_fetch is not declared
+}
+
+// NewAPI returns the control API. share and fetch are nil for undeclared tools.
+func NewAPI(status Status, tasks *application.Tasks, share *application.ShareFile, fetch *application.FetchPeerFile) *API {
+	return &API{status: status, tasks: tasks, share: share, fetch: fetch}
+}
+
+// maxBodyBytes bounds a control request body; tool inputs are a few short strings.
+const maxBodyBytes = 64 << 10
+
+// NewEcho assembles the control socket's echo instance.
+func (a *API) NewEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = errorHandler
+	e.JSONSerializer = rawJSON{}
+	e.GET("/v1/status", a.getStatus)
+	e.GET("/v1/tools", a.listTools)
+	e.POST("/v1/tools/:name", a.callTool)
+	e.POST("/v1/tasks/terminal", a.terminal)
+	return e
+}
+
+// errorHandler renders echo's own routing errors in our refusal shape: an unknown path is
+// not_found and a wrong method method_not_allowed.
+func errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code, status := refusal.IOError, http.StatusInternalServerError
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound:
+			code, status = refusal.NotFound, http.StatusNotFound
+		case http.StatusMethodNotAllowed:
+			code, status = refusal.MethodNotAllowed, http.StatusMethodNotAllowed
+		}
+	}
+	_ = c.JSON(status, errorBody{Error: string(code), Message: controlMessages[code]})
+}
+
+var controlMessages = map[refusal.Code]string{
+	refusal.NotFound:         "No such control API route; see GET /v1/tools and GET /v1/status.",
+	refusal.MethodNotAllowed: "This control API route does not accept that method.",
+	refusal.IOError:          "The control API failed to answer.",
+}
+
+type errorBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+func (a *API) getStatus(c echo.Context) error {
+	return c.JSON(http.StatusOK, statusBody{
+		SessionID: a.status.SessionID, Generation: a.tasks.Current(), Containment: a.status.Containment,
+		Planes: nonNil(a.status.Planes), Tools: nonNil(a.status.Tools), Audience: a.status.Audience, URL: a.status.URL,
+	})
+}
+
+type statusBody struct {
+	SessionID   string   `json:"session_id"`
+	Generation  uint64   `json:"generation"`
+	Containment string   `json:"containment"`
+	Planes      []string `json:"planes"`
+	Tools       []string `json:"tools"`
+	Audience    string   `json:"audience"`
+	URL         string   `json:"url"`
+}
+
+func (a *API) terminal(c echo.Context) error {
+	object, err := readObject(c)
+	if err != nil {
+		return refuse(c, err)
+	}
+	state, _ := stringField(object, "state")
+	gen, err := a.tasks.Terminal(state)
+	if err != nil {
+		return refuse(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]uint64{"generation": gen})
+}
+
+// readObject reads a bounded request body that must be a JSON object.
+func readObject(c echo.Context) (map[string]json.RawMessage, error) {
+	raw, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBodyBytes+1))
+	if err != nil || len(raw) > maxBodyBytes {
+		return nil, refusal.Newf(refusal.InvalidInput, "The request body must be a JSON object of at most 64 KiB.")
+	}
+	var object map[string]json.RawMessage
+	if json.Unmarshal(raw, &object) != nil || object == nil {
+		return nil, refusal.Newf(refusal.InvalidInput, "The request body must be a JSON object.")
+	}
+	return object, nil
+}
+
+// refuse answers a refusal with 422 (the tool and lifecycle refusals) in the refusal shape.
+func refuse(c echo.Context, err error) error {
+	r, ok := refusal.As(err)
+	if !ok {
+		if errors.Is(err, context.Canceled) {
+			r = refusal.Newf(refusal.IOError, "The call was cancelled.")
+		} else {
+			r = refusal.New(refusal.IOError)
+		}
+	}
+	status := http.StatusUnprocessableEntity
+	if r.Code == refusal.UnknownTool {
+		status = http.StatusNotFound
+	}
+	return c.JSON(status, errorBody{Error: string(r.Code), Message: r.Message})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// rawJSON is echo's JSON serializer without HTML escaping, so "<", ">" and "&" in a message
+// travel as themselves, as on the resource listener.
+type rawJSON struct{ echo.DefaultJSONSerializer }
+
+// Serialize implements echo.JSONSerializer.
+func (rawJSON) Serialize(c echo.Context, v any, _ string) error {
+	enc := json.NewEncoder(c.Response())
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

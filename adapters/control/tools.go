@@ -1,0 +1,144 @@
+package control
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/domain/refusal"
+)
+
+// The tool names, as the agent's model sees them.
+const (
+	ShareFileTool     = "share-file"
+	FetchPeerFileTool = "fetch-peer-file"
+)
+
+// toolSpec is one entry of GET /v1/tools.
+type toolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+var shareFileSpec = toolSpec{
+	Name: ShareFileTool,
+	Description: "Mint a handle that lets one named peer capsule read one file under exports.peer_files.root. " +
+		"Send the returned handle to that peer in a message; it expires after ttl (at most max_ttl).",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"peer":{"type":"string"},"ttl":{"type":"string"}},"required":["path","peer"]}`),
+}
+
+var fetchPeerFileSpec = toolSpec{
+	Name: FetchPeerFileTool,
+	Description: "Redeem a handle a peer capsule sent you and store the file under peer-in/ in your workdir. " +
+		"The result names the stored file; read it to use its contents.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"peer":{"type":"string"},"handle":{"type":"string"}},"required":["peer","handle"]}`),
+}
+
+// DeclaredTools returns the names of the tools whose grant is declared, in a stable order.
+func DeclaredTools(shareDeclared, fetchDeclared bool) []string {
+	tools := []string{}
+	if shareDeclared {
+		tools = append(tools, ShareFileTool)
+	}
+	if fetchDeclared {
+		tools = append(tools, FetchPeerFileTool)
+	}
+	return tools
+}
+
+func (a *API) listTools(c echo.Context) error {
+	specs := []toolSpec{}
+	if a.share != nil {
+		specs = append(specs, shareFileSpec)
+	}
+	if a.fetch != nil {
+		specs = append(specs, fetchPeerFileSpec)
+	}
+	return c.JSON(http.StatusOK, map[string][]toolSpec{"tools": specs})
+}
+
+// toolAnswer is a tool's 200 answer.
+type toolAnswer struct {
+	Data    any    `json:"data"`
+	Summary string `json:"summary"`
+}
+
+func (a *API) callTool(c echo.Context) error {
+	switch name := c.Param("name"); {
+	case name == ShareFileTool && a.share != nil:
+		return a.callShare(c)
+	case name == FetchPeerFileTool && a.fetch != nil:
+		return a.callFetch(c)
+	default:
+		return refuse(c, refusal.Newf(refusal.UnknownTool, "No tool of that name is offered to this capsule; see GET /v1/tools."))
+	}
+}
+
+// stringField reads an optional string field; a field of another JSON type reads as absent
+// and reports !ok so required fields can be refused.
+func stringField(object map[string]json.RawMessage, key string) (value string, ok bool) {
+	raw, present := object[key]
+	if !present {
+		return "", false
+	}
+	return value, json.Unmarshal(raw, &value) == nil
+}
+
+func (a *API) callShare(c echo.Context) error {
+	object, err := readObject(c)
+	if err != nil {
+		return refuse(c, err)
+	}
+	path, okPath := stringField(object, "path")
+	peer, okPeer := stringField(object, "peer")
+	if !okPath || !okPeer {
+		return refuse(c, refusal.Newf(refusal.InvalidInput, `"path" and "peer" are required non-empty strings.`))
+	}
+	ttl, _ := stringField(object, "ttl") // a ttl that is not a string is ignored
+	result, err := a.share.Share(c.Request().Context(), application.ShareInput{Path: path, Peer: peer, TTL: ttl})
+	if err != nil {
+		return refuse(c, err)
+	}
+	return c.JSON(http.StatusOK, toolAnswer{Data: shareData{
+		Handle: result.Handle, HandleID: result.HandleID, ExpiresAtMs: result.ExpiresAtMs, Audience: result.Audience,
+	}, Summary: result.Summary()})
+}
+
+type shareData struct {
+	Handle      string `json:"handle"`
+	HandleID    string `json:"handle_id"`
+	ExpiresAtMs int64  `json:"expires_at_ms"`
+	Audience    string `json:"audience"`
+}
+
+func (a *API) callFetch(c echo.Context) error {
+	object, err := readObject(c)
+	if err != nil {
+		return refuse(c, err)
+	}
+	peer, okPeer := stringField(object, "peer")
+	token, okHandle := stringField(object, "handle")
+	if !okPeer || !okHandle {
+		return refuse(c, refusal.Newf(refusal.InvalidInput, `"peer" and "handle" are required non-empty strings.`))
+	}
+	result, err := a.fetch.Fetch(c.Request().Context(), application.FetchInput{Peer: peer, Handle: token})
+	if err != nil {
+		return refuse(c, err)
+	}
+	data := fetchData{Path: result.Path, Bytes: result.Bytes, SHA256: result.SHA256, Peer: result.Peer}
+	if result.HasGeneration {
+		data.Generation = &result.Generation
+	}
+	return c.JSON(http.StatusOK, toolAnswer{Data: data, Summary: result.Summary()})
+}
+
+type fetchData struct {
+	Path       string  `json:"path"`
+	Bytes      int64   `json:"bytes"`
+	SHA256     string  `json:"sha256"`
+	Generation *uint64 `json:"generation,omitempty"`
+	Peer       string  `json:"peer"`
+}

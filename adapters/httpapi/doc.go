@@ -1,0 +1,8 @@
+// Package httpapi is the resource listener's HTTP edge, built on echo: it routes on the raw
+// request target (contract §3), renders the application's answers and refusals as headers and
+// JSON, and maps every refusal code to its status in one table (status.go).
+//
+// Routing never looks at a decoded or cleaned path: the target is taken exactly as the client
+// sent it (see adapters/httpserver/rawtarget), the query is cut at the first "?", and the rest
+// is matched by whole segments.
+package httpapi

@@ -1,0 +1,31 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/resplane/resplane/application"
+)
+
+// redeem answers /resources/peer[/<token>]. rest is the raw target after "/resources/peer".
+func (h *Resources) redeem(c echo.Context, rest string) error {
+	r := c.Request()
+	req := application.RedeemRequest{Method: r.Method, Rest: rest}
+	if values := r.Header.Values(headerAudience); len(values) > 0 {
+		req.Audience, req.AudienceSent = values[len(values)-1], true
+	}
+	answer, err := h.peer.Do(r.Context(), req)
+	var headers map[string]string
+	if answer.Traced {
+		headers = map[string]string{headerGeneration: formatUint(answer.Generation), headerHandleID: answer.HandleID}
+	}
+	if err != nil {
+		return writeRefusal(c, asRefusal(err), headers)
+	}
+	served := answer.Served
+	defer served.Body.Release()
+	headers[headerContainment] = served.Containment.String()
+	addBodyHeaders(headers, served.Body)
+	return writeResource(c, http.StatusOK, contentTypeBinary, headers, served.Body.Bytes)
+}

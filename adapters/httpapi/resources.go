@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/resplane/resplane/adapters/httpserver/rawtarget"
+	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/domain/refusal"
+)
+
+// Route prefixes, matched on the raw request target by whole segments.
+const (
+	resourcesPrefix = "/resources/"
+	filesRoute      = "/resources/files"
+	peerRoute       = "/resources/peer"
+	agentCardRoute  = "/.well-known/agent-card.json"
+)
+
+// Resources answers everything the resource listener receives.
+type Resources struct {
+	files *application.Files
+	peer  *application.Redeem
+	card  []byte
+}
+
+// NewResources returns the listener's handler set. card is our agent card, already rendered.
+func NewResources(files *application.Files, peer *application.Redeem, card AgentCard) *Resources {
+	return &Resources{files: files, peer: peer, card: card.JSON}
+}
+
+// Register routes every method and every path of e to the raw-target dispatcher. Echo's own
+// router is bypassed on purpose: it matches decoded paths and answers unknown methods itself,
+// and contract §3 decides both on the raw target.
+func (h *Resources) Register(e *echo.Echo) {
+	e.Any("/*", h.dispatch)
+	e.RouteNotFound("/*", h.dispatch)
+}
+
+func (h *Resources) dispatch(c echo.Context) error {
+	r := c.Request()
+	path, _, _ := strings.Cut(rawtarget.OriginalTarget(r), "?")
+	switch {
+	case path == peerRoute || strings.HasPrefix(path, peerRoute+"/"):
+		return h.redeem(c, strings.TrimPrefix(path, peerRoute))
+	case path == filesRoute || path == filesRoute+"/":
+		return h.list(c)
+	case strings.HasPrefix(path, filesRoute+"/"):
+		return h.read(c, strings.TrimPrefix(path, filesRoute+"/"))
+	case strings.HasPrefix(path, resourcesPrefix):
+		return h.unknownResource(c)
+	case path == agentCardRoute && r.Method == http.MethodGet:
+		return h.agentCard(c)
+	default:
+		return c.NoContent(http.StatusNotFound)
+	}
+}
+
+// unknownResource answers a /resources/ path no plane owns: 405 for a method other than GET,
+// else not_found, with no plane headers and no trace.
+func (h *Resources) unknownResource(c echo.Context) error {
+	code := refusal.NotFound
+	if c.Request().Method != application.ServedMethod {
+		code = refusal.MethodNotAllowed
+	}
+	return writeRefusal(c, refusal.New(code), nil)
+}
+
+func (h *Resources) list(c echo.Context) error {
+	gen, listing, err := h.files.List(c.Request().Method)
+	headers := map[string]string{headerGeneration: formatUint(gen)}
+	if err != nil {
+		return writeRefusal(c, asRefusal(err), headers)
+	}
+	headers[headerContainment] = listing.Containment.String()
+	headers[headerExportRoot] = listing.Root
+	return writeResource(c, http.StatusOK, contentTypeJSON, headers, encodeJSON(listingBodyOf(listing)))
+}
+
+func (h *Resources) read(c echo.Context, rawPath string) error {
+	gen, served, err := h.files.Read(c.Request().Context(), c.Request().Method, rawPath)
+	headers := map[string]string{headerGeneration: formatUint(gen)}
+	if err != nil {
+		return writeRefusal(c, asRefusal(err), headers)
+	}
+	defer served.Body.Release()
+	headers[headerContainment] = served.Containment.String()
+	headers[headerExportRoot] = served.ExportRoot
+	addBodyHeaders(headers, served.Body)
+	return writeResource(c, http.StatusOK, contentTypeBinary, headers, served.Body.Bytes)
+}
+
+// addBodyHeaders adds the validator headers every served body carries, on either plane.
+func addBodyHeaders(headers map[string]string, body *application.Body) {
+	headers["etag"] = body.ETag()
+	headers[headerMTime] = strconv.FormatInt(body.ModTime.UnixMilli(), 10)
+}
+
+func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// listingBody is the wire shape of a listing; field order is the contract's key order.
+type listingBody struct {
+	Root        string         `json:"root"`
+	Mode        string         `json:"mode"`
+	MaxBytes    int64          `json:"max_bytes"`
+	Generation  uint64         `json:"generation"`
+	Containment string         `json:"containment_achieved"`
+	Entries     []listingEntry `json:"entries"`
+}
+
+type listingEntry struct {
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+	MTimeMs   int64  `json:"mtime_ms"`
+	SHA256    string `json:"sha256"`
+}
+
+func listingBodyOf(l *application.Listing) listingBody {
+	entries := make([]listingEntry, len(l.Entries))
+	for i, e := range l.Entries {
+		entries[i] = listingEntry{Path: e.Path, SizeBytes: e.Size, MTimeMs: e.MTimeMs, SHA256: e.SHA256}
+	}
+	return listingBody{
+		Root: l.Root, Mode: l.Mode, MaxBytes: l.MaxBytes, Generation: l.Generation,
+		Containment: l.Containment.String(), Entries: entries,
+	}
+}
+
+func (h *Resources) agentCard(c echo.Context) error {
+	return c.Blob(http.StatusOK, contentTypeJSON, h.card)
+}

@@ -1,0 +1,50 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/rs/zerolog"
+
+	"github.com/resplane/resplane/adapters/httpserver/rawtarget"
+)
+
+// NewEcho assembles the resource listener's echo instance: panic recovery, one access-log line
+// per request and the raw-target dispatcher. log must already redact handles: the access log
+// records the request target, and a redeem's target holds a token.
+func NewEcho(resources *Resources, log zerolog.Logger) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		DisableStackAll: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			log.Error().Err(err).Bytes("stack", stack).Msg("handler panicked")
+			return err
+		},
+	}))
+	e.Use(accessLog(log))
+	resources.Register(e)
+	return e
+}
+
+// accessLog writes one info line per request with the raw target exactly as received (so an
+// operator can see what a client really sent), the status and the duration.
+func accessLog(log zerolog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			r := c.Request()
+			log.Info().
+				Str("method", r.Method).
+				Str("target", rawtarget.OriginalTarget(r)).
+				Int("status", c.Response().Status).
+				Int64("bytes_out", c.Response().Size).
+				Dur("duration", time.Since(start)).
+				Str("remote", r.RemoteAddr).
+				Msg("request")
+			return err
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package application
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/resplane/resplane/domain/destination"
+	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/trace"
+	"github.com/resplane/resplane/ports"
+)
+
+// FetchPeerFile is the fetch-peer-file agent tool (contract §7.4): it redeems a handle a peer
+// sent and lands the bytes as a file under the workdir's peer-in/. The peer is checked against
+// capabilities.peer_fetch.allow before any connection opens. The body is streamed to a temp
+// file while it is hashed and renamed into place only after every check passed, so the agent
+// sees a whole, verified file or none.
+type FetchPeerFile struct {
+	allow    []destination.Destination
+	audience string
+	limit    int64
+	redeemer ports.PeerRedeemer
+	inbox    ports.PeerInbox
+	trace    ports.TraceSink
+}
+
+// NewFetchPeerFile returns the tool; it exists only when capabilities.peer_fetch is declared.
+// ourAudience is what we assert in x-murmur-audience; limit is the receive limit in bytes.
+func NewFetchPeerFile(allow []destination.Destination, ourAudience string, limit int64,
+	redeemer ports.PeerRedeemer, inbox ports.PeerInbox, sink ports.TraceSink) *FetchPeerFile {
+	return &FetchPeerFile{allow: allow, audience: ourAudience, limit: limit, redeemer: redeemer, inbox: inbox, trace: sink}
+}
+
+// FetchInput is the tool's input.
+type FetchInput struct {
+	Peer   string
+	Handle string
+}
+
+// FetchResult is the tool's result. The file's bytes are never part of it.
+type FetchResult struct {
+	Path          string // relative to the workdir
+	Bytes         int64
+	SHA256        string
+	Generation    uint64
+	HasGeneration bool
+	Peer          string
+}
+
+// Summary is the one sentence a tool answer carries; it names no path and no token.
+func (r FetchResult) Summary() string {
+	return "Stored " + strconv.FormatInt(r.Bytes, 10) + " bytes from the peer under peer-in/; read the file to use it."
+}
+
+// handleChars is the alphabet a handle may use; anything else never goes onto a request line.
+var handleChars = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// peerCodeChars bounds what we accept from a peer as an error code, so a hostile peer cannot
+// put arbitrary text into our trace or answers.
+var peerCodeChars = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// Fetch runs the tool. Invalid input is refused invalid_input and not traced; every later
+// outcome is traced as a peer_file_fetch event.
+func (u *FetchPeerFile) Fetch(ctx context.Context, in FetchInput) (FetchResult, error) {
+	in.Peer, in.Handle = strings.TrimSpace(in.Peer), strings.TrimSpace(in.Handle)
+	if in.Peer == "" || in.Handle == "" {
+		return FetchResult{}, refusal.Newf(refusal.InvalidInput, `"peer" and "handle" are required non-empty strings.`)
+	}
+	if !handleChars.MatchString(in.Handle) {
+		return FetchResult{}, refusal.Newf(refusal.InvalidInput, `"handle" may contain only A-Z, a-z, 0-9, ".", "_" and "-".`)
+	}
+	handleID := handle.ID(in.Handle)
+	result, err := u.fetch(ctx, in, handleID)
+	event := trace.PeerFileFetch{Peer: in.Peer, HandleID: handleID, Err: err}
+	if err == nil {
+		event.StoredPath, event.Bytes, event.SHA256 = result.Path, result.Bytes, result.SHA256
+	}
+	u.trace.Record(event)
+	return result, err
+}
+
+func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID string) (FetchResult, error) {
+	peer, err := destination.ParsePeer(in.Peer)
+	if err != nil || !destination.AnyMatches(u.allow, peer) {
+		return FetchResult{}, refusal.Newf(refusal.PeerNotAllowed,
+			"The peer is not in capabilities.peer_fetch.allow; no connection was made.")
+	}
+	staged, err := u.inbox.Stage(handleID)
+	if err != nil {
+		return FetchResult{}, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			staged.Discard()
+		}
+	}()
+	hash := sha256.New()
+	resp, err := u.redeemer.Redeem(ctx, ports.PeerRedeemRequest{Peer: peer, Token: in.Handle, Audience: u.audience, Limit: u.limit},
+		io.MultiWriter(staged, hash))
+	if err != nil {
+		return FetchResult{}, err
+	}
+	if resp.Status != 200 {
+		return FetchResult{}, peerRefusal(resp)
+	}
+	sum := hex.EncodeToString(hash.Sum(nil))
+	if resp.HasETag && resp.ETag != `"sha256:`+sum+`"` {
+		return FetchResult{}, refusal.Newf(refusal.EtagMismatch,
+			"The peer's etag does not describe the bytes received; nothing was stored.")
+	}
+	hint, hasHint := handle.PeekPath(in.Handle)
+	stored, err := staged.Commit(handleID + "-" + handle.SanitisedBasename(hint, hasHint))
+	if err != nil {
+		return FetchResult{}, err
+	}
+	committed = true
+	return FetchResult{Path: stored, Bytes: resp.Bytes, SHA256: sum, Generation: resp.Generation,
+		HasGeneration: resp.HasGeneration, Peer: in.Peer}, nil
+}
+
+// peerRefusal turns a peer's non-200 answer into our outcome: the peer's own error code when
+// its body carried a plausible one, else http_<status>. A redirect is never followed and is
+// always http_<status>.
+func peerRefusal(resp ports.PeerRedeemResponse) error {
+	code := "http_" + strconv.Itoa(resp.Status)
+	if resp.Status/100 != 3 && peerCodeChars.MatchString(resp.ErrorCode) {
+		code = resp.ErrorCode
+	}
+	return refusal.Newf(refusal.Code(code), "The peer refused the redeem ("+code+"); nothing was stored.")
+}

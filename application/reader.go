@@ -1,0 +1,107 @@
+package application
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/ports"
+)
+
+// Reader turns one open file into a response body, for both planes (contract §3.3): the
+// bytes, size and mtime all come from the one descriptor, the file is read at most once and
+// never beyond maxBytes+1 bytes, and the sha256 is computed over exactly the bytes served.
+//
+// Memory is bounded twice: a read buffers at most maxBytes+1 bytes, and every buffer is
+// reserved from a shared ReadBudget first, so concurrent large reads wait for room.
+type Reader struct {
+	budget ports.ReadBudget
+	pool   *bufferPool
+}
+
+// NewReader returns a Reader drawing on budget.
+func NewReader(budget ports.ReadBudget) *Reader {
+	return &Reader{budget: budget, pool: &bufferPool{}}
+}
+
+// Body is a file's bytes as served. Release must be called once the bytes have been written
+// out; it returns the buffer to the pool and its reservation to the budget.
+type Body struct {
+	Bytes   []byte
+	SHA256  string // lowercase hex of Bytes
+	ModTime time.Time
+	release func()
+}
+
+// Release gives the body's memory back. It is safe to call more than once.
+func (b *Body) Release() {
+	if b.release != nil {
+		b.release()
+		b.release = nil
+	}
+}
+
+// ETag returns the validator header value: "sha256:<hex>" with its double quotes.
+func (b *Body) ETag() string { return `"sha256:` + b.SHA256 + `"` }
+
+// Read reads f whole. A file whose size is above maxBytes is refused too_large without a read;
+// a file that grows past maxBytes while being read is refused too_large as well.
+func (r *Reader) Read(ctx context.Context, f ports.File, maxBytes int64) (*Body, error) {
+	size := f.Size()
+	if size > maxBytes {
+		return nil, refusal.TooLargeFor(maxBytes)
+	}
+	// One byte more than the size tells whether the file grew since it was opened.
+	reserved := min(size, maxBytes) + 1
+	if err := r.budget.Reserve(ctx, reserved); err != nil {
+		return nil, err
+	}
+	buf := r.pool.get(int(reserved))
+	n, err := io.ReadFull(f, buf)
+	for err == nil && reserved <= maxBytes {
+		// The file grew; keep reading up to maxBytes+1 in all, doubling the buffer.
+		more := min(reserved, maxBytes+1-reserved)
+		if err = r.budget.Reserve(ctx, more); err != nil {
+			break
+		}
+		bigger := r.pool.get(int(reserved + more))
+		copy(bigger, buf[:n])
+		r.pool.put(buf)
+		buf, reserved = bigger, reserved+more
+		var m int
+		m, err = io.ReadFull(f, buf[n:])
+		n += m
+	}
+	release := func() { r.pool.put(buf); r.budget.Release(reserved) }
+	switch {
+	case err == nil || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+	default:
+		release()
+		return nil, readFailure(err)
+	}
+	if int64(n) > maxBytes {
+		release()
+		return nil, refusal.TooLargeFor(maxBytes)
+	}
+	sum := sha256.Sum256(buf[:n])
+	return &Body{Bytes: buf[:n], SHA256: hex.EncodeToString(sum[:]), ModTime: f.ModTime(), release: release}, nil
+}
+
+// readFailure turns a read error into a refusal whose message holds the operating system's
+// description of the failure but never the file's path. A context error (a request abandoned
+// while waiting for budget) passes through unchanged.
+func readFailure(err error) error {
+	if _, ok := refusal.As(err); ok || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		err = pathErr.Err
+	}
+	return refusal.IO(err.Error())
+}

@@ -1,0 +1,120 @@
+package application
+
+import (
+	"context"
+	"strings"
+
+	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/pathpolicy"
+	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/trace"
+	"github.com/resplane/resplane/ports"
+)
+
+// PeerIssuer is what both halves of the peer plane that touch handles share: this process's
+// session id (a handle's iss) and its instance key.
+type PeerIssuer struct {
+	SessionID string
+	Key       ports.InstanceKey // nil when exports.peer_files is not declared
+}
+
+// Redeem is the peer plane's one verb, GET /resources/peer/<token> (contract §6). It runs the
+// checks in the contract's fixed order and evaluates nothing downstream of the MAC before the
+// MAC has verified. It keeps no per-handle state: a handle redeems as often as its holder
+// likes until it expires or this process ends.
+type Redeem struct {
+	plane   *ExportPlane // nil when exports.peer_files is not declared
+	issuer  PeerIssuer
+	session Session
+	fs      ports.ExportFS
+	reader  *Reader
+	clock   ports.Clock
+	trace   ports.TraceSink
+}
+
+// NewRedeem returns the redeem use case. plane is nil when the manifest declares no
+// exports.peer_files.
+func NewRedeem(plane *ExportPlane, issuer PeerIssuer, session Session, fs ports.ExportFS, reader *Reader, clock ports.Clock, sink ports.TraceSink) *Redeem {
+	return &Redeem{plane: plane, issuer: issuer, session: session, fs: fs, reader: reader, clock: clock, trace: sink}
+}
+
+// RedeemRequest is one redeem as received.
+type RedeemRequest struct {
+	Method string
+	// Rest is the raw target after "/resources/peer": "", "/" or "/<token>".
+	Rest string
+	// Audience is the last x-murmur-audience header's value; AudienceSent is false when the
+	// request carried none.
+	Audience     string
+	AudienceSent bool
+}
+
+// RedeemAnswer is what a redeem reports besides its body. Traced is false for the answers that
+// come before the declaration check (a wrong method, no token), which carry no plane headers.
+type RedeemAnswer struct {
+	Traced     bool
+	Generation uint64
+	HandleID   string
+	Served     *Served
+}
+
+// Do runs one redeem. A refusal is returned as err alongside the answer's headers.
+func (u *Redeem) Do(ctx context.Context, req RedeemRequest) (RedeemAnswer, error) {
+	if req.Method != ServedMethod {
+		return RedeemAnswer{}, refusal.New(refusal.MethodNotAllowed)
+	}
+	if req.Rest == "" || req.Rest == "/" {
+		return RedeemAnswer{}, refusal.New(refusal.NotFound)
+	}
+	token := strings.TrimPrefix(req.Rest, "/")
+	answer := RedeemAnswer{Traced: true, Generation: u.session.Generation.Current(), HandleID: handle.ID(token)}
+	audience := strings.ToLower(strings.TrimSpace(req.Audience))
+	p, body, err := u.redeem(ctx, token, audience, req.AudienceSent)
+	event := trace.PeerHandleRedeem{
+		HandleID: answer.HandleID, Audience: audience, AudienceSent: req.AudienceSent,
+		Generation: answer.Generation, Err: err,
+	}
+	if err == nil {
+		event.Path, event.Bytes, event.SHA256 = p, int64(len(body.Bytes)), body.SHA256
+		answer.Served = &Served{Body: body, Containment: u.session.Containment}
+	}
+	u.trace.Record(event)
+	return answer, err
+}
+
+// redeem runs checks 3–10 of contract §6 and returns the handle's path and the body.
+func (u *Redeem) redeem(ctx context.Context, token, audience string, audienceSent bool) (string, *Body, error) {
+	if u.plane == nil {
+		return "", nil, refusal.New(refusal.NoPeerPlane)
+	}
+	parsed, err := handle.ParseShape(token)
+	if err != nil {
+		return "", nil, err
+	}
+	if !audienceSent || audience == "" {
+		return "", nil, refusal.New(refusal.MissingAudience)
+	}
+	if err := parsed.VerifyMAC(u.issuer.Key.Key(), audience); err != nil {
+		return "", nil, err
+	}
+	payload, err := parsed.Payload()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := payload.CheckIssuer(u.issuer.SessionID); err != nil {
+		return "", nil, err
+	}
+	if err := payload.CheckExpiry(u.clock.Now().UnixMilli()); err != nil {
+		return "", nil, err
+	}
+	// p was decoded once when it was minted; it is lowered again, never decoded again.
+	rel, err := pathpolicy.Lower(payload.P)
+	if err != nil {
+		return "", nil, err
+	}
+	body, err := openAndRead(ctx, u.fs, u.reader, u.plane, rel, u.session.Containment)
+	if err != nil {
+		return "", nil, err
+	}
+	return payload.P, body, nil
+}

@@ -1,0 +1,79 @@
+package handle
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// ID returns the token's handle_id: the first 16 lowercase hex characters of sha256 of the
+// token string exactly as given (as it appears in the request path, for a redeem). It is what
+// traces, headers and messages carry in place of the token, and it correlates a mint with its
+// redeems and fetches. It is defined for any string, so a malformed token has one too.
+func ID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Placeholder returns "<handle:ID>", the text written wherever the token would otherwise
+// appear.
+func Placeholder(token string) string {
+	return "<handle:" + ID(token) + ">"
+}
+
+// Redact replaces every token-shaped run in text with its Placeholder (contract §9, "Trace and
+// redaction"). A token-shaped run is "mh1." followed by two non-empty runs of [A-Za-z0-9_-]
+// joined by one ".", each run as long as possible; the match is by pattern alone, so it also
+// replaces a file name that merely looks like a token, and it does not swallow a full stop that
+// follows a token. Matches are found left to right and never overlap. All other bytes, invalid
+// UTF-8 included, are kept as they are.
+//
+// Every trace and log line passes through Redact, so the common case is cheap: text without
+// "mh1." is returned as is after a single substring search, with no allocation.
+func Redact(text string) string {
+	pos := strings.Index(text, prefix)
+	if pos < 0 {
+		return text
+	}
+	var b strings.Builder
+	copied := 0 // text[:copied] has been written to b, or replaced
+	for pos >= 0 {
+		if end := tokenEnd(text, pos); end > 0 {
+			if b.Len() == 0 {
+				b.Grow(len(text))
+			}
+			b.WriteString(text[copied:pos])
+			b.WriteString(Placeholder(text[pos:end]))
+			copied = end
+			pos = end
+		} else {
+			pos++
+		}
+		next := strings.Index(text[pos:], prefix)
+		if next < 0 {
+			break
+		}
+		pos += next
+	}
+	if copied == 0 {
+		return text
+	}
+	b.WriteString(text[copied:])
+	return b.String()
+}
+
+// tokenEnd returns the end offset of the token-shaped run that starts with "mh1." at start, or
+// 0 if the text there is not one.
+func tokenEnd(text string, start int) int {
+	first := start + len(prefix)
+	n := segmentLen(text, first)
+	if n == 0 || first+n >= len(text) || text[first+n] != '.' {
+		return 0
+	}
+	second := first + n + 1
+	m := segmentLen(text, second)
+	if m == 0 {
+		return 0
+	}
+	return second + m
+}

@@ -1,0 +1,52 @@
+// Package resplane is the composition root: it wires the adapters to the application's use
+// cases (wire.go, and wire_gen.go which `go tool wire` generates from it) and runs the
+// resulting service until a signal arrives (service.go). It is the only package that knows
+// every layer.
+package resplane
+
+import (
+	"net"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/resplane/resplane/domain/containment"
+	"github.com/resplane/resplane/domain/manifest"
+)
+
+// Launch is everything decided before the service is assembled: the validated manifest, the
+// resolved settings and the TCP listener, which is bound before anything is created on disk
+// so that a port in use leaves nothing behind.
+type Launch struct {
+	Manifest    manifest.Manifest
+	SessionID   string
+	TraceParent string // "" unless joining a session the runtime started
+	Workdir     string // absolute, not resolved through symlinks; created if missing
+	TracePath   string
+	ControlPath string
+	Containment containment.Class
+	Listener    net.Listener
+	// AdvertiseURL is the url on our agent card and the source of our own audience.
+	AdvertiseURL string
+	Audience     string
+
+	FetchMaxBytes     int64
+	PeerCAFile        string // "" when no extra roots are configured
+	ReadBufferBudget  int64
+	ReadHeaderTimeout time.Duration
+	ShutdownGrace     time.Duration
+
+	Log zerolog.Logger
+}
+
+// Planes lists the declared planes in the order the contract reports them.
+func (l Launch) Planes() []string {
+	planes := []string{}
+	if l.Manifest.Files != nil {
+		planes = append(planes, "files")
+	}
+	if l.Manifest.PeerFiles != nil {
+		planes = append(planes, "peer_files")
+	}
+	return planes
+}

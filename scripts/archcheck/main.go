@@ -1,0 +1,104 @@
+// Command archcheck enforces the dependency rule of docs/architecture.md: it lists every
+// package of the module with its direct imports and fails when one points the wrong way.
+//
+//	domain/...      stdlib and domain only
+//	ports           stdlib and domain
+//	application     stdlib, domain and ports
+//	adapters/<a>/.. stdlib, domain, ports, application, its own subpackages, libraries;
+//	                never another adapter
+//	cmd/...         anything but domain internals is fine; it reaches the app through the root
+//
+// It is run by `make arch` and by `make test`.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+)
+
+const module = "github.com/resplane/resplane"
+
+func main() {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "archcheck: go list failed:", err)
+		os.Exit(1)
+	}
+	var violations []string
+	scanner := bufio.NewScanner(bytes.NewReader(out))
+	for scanner.Scan() {
+		fields := strings.Fields(scanner.Text())
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		for _, imp := range fields[1:] {
+			if reason := violation(pkg, imp); reason != "" {
+				violations = append(violations, fmt.Sprintf("%s imports %s: %s", pkg, imp, reason))
+			}
+		}
+	}
+	if len(violations) > 0 {
+		fmt.Fprintln(os.Stderr, "archcheck: the dependency rule is broken:")
+		for _, v := range violations {
+			fmt.Fprintln(os.Stderr, "  "+v)
+		}
+		os.Exit(1)
+	}
+	fmt.Println("archcheck: dependency rule holds")
+}
+
+// layer names the top-level folder a package of this module lives in ("" for the root).
+func layer(pkg string) string {
+	top, _, _ := strings.Cut(pkg, "/")
+	return top
+}
+
+func isStdlib(imp string) bool {
+	first, _, _ := strings.Cut(imp, "/")
+	return !strings.Contains(first, ".")
+}
+
+// violation explains why pkg may not import imp, or returns "".
+func violation(pkg, imp string) string {
+	if isStdlib(imp) {
+		return ""
+	}
+	own := imp == module || strings.HasPrefix(imp, module+"/")
+	target := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+	switch layer(pkg) {
+	case "domain":
+		if !own || layer(target) != "domain" {
+			return "domain may import only the standard library and domain"
+		}
+	case "ports":
+		if !own || (layer(target) != "domain" && layer(target) != "ports") {
+			return "ports may import only the standard library and domain"
+		}
+	case "application":
+		if !own || !oneOf(layer(target), "domain", "ports", "application") {
+			return "application may import only the standard library, domain and ports"
+		}
+	case "adapters":
+		if own && layer(target) == "adapters" && adapterOf(target) != adapterOf(pkg) {
+			return "an adapter may not import another adapter"
+		}
+		if own && !oneOf(layer(target), "domain", "ports", "application", "adapters") {
+			return "an adapter may import only domain, ports, application and libraries"
+		}
+	}
+	return ""
+}
+
+// adapterOf returns "adapters/<name>" for a package under adapters/.
+func adapterOf(pkg string) string {
+	parts := strings.SplitN(pkg, "/", 3)
+	if len(parts) < 2 {
+		return pkg
+	}
+	return parts[0] + "/" + parts[1]
+}
+
+func oneOf(s string, options ...string) bool { return slices.Contains(options, s) }

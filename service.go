@@ -1,0 +1,94 @@
+package resplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+
+	"github.com/rs/zerolog"
+
+	tracefile "github.com/resplane/resplane/adapters/trace"
+	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/domain/trace"
+)
+
+// Service is one running capsule session: the resource listener, the control socket and the
+// trace. Run serves until its context ends, then shuts down gracefully.
+type Service struct {
+	launch   Launch
+	resource *http.Server
+	control  *http.Server
+	ctlLn    net.Listener
+	trace    *tracefile.File
+	session  application.Session
+	tools    []string
+	log      zerolog.Logger
+}
+
+// ReadyLine is the one JSON object serve prints on stdout once both listeners are up.
+type ReadyLine struct {
+	Event       string   `json:"event"`
+	SessionID   string   `json:"session_id"`
+	Listen      string   `json:"listen"`
+	URL         string   `json:"url"`
+	Audience    string   `json:"audience"`
+	Control     string   `json:"control"`
+	Trace       string   `json:"trace"`
+	Workdir     string   `json:"workdir"`
+	Containment string   `json:"containment"`
+	Planes      []string `json:"planes"`
+	Tools       []string `json:"tools"`
+}
+
+// Run writes session_start (unless joining a session), serves both listeners, prints the ready
+// line to stdout and blocks until ctx ends (a signal) or a listener fails. On ctx's end it
+// stops accepting, gives in-flight requests up to the shutdown grace to finish and appends
+// session_end. The returned error is nil after a graceful shutdown.
+func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
+	l := s.launch
+	s.trace.Start(trace.SessionStart{
+		Capsule: l.Manifest.Name, Version: l.Manifest.Version, Containment: l.Containment.String(),
+		Planes: l.Planes(), Tools: s.tools, Workdir: l.Workdir,
+	})
+	failed := make(chan error, 2)
+	go serve(s.resource, l.Listener, failed)
+	go serve(s.control, s.ctlLn, failed)
+
+	ready, err := json.Marshal(ReadyLine{
+		Event: "ready", SessionID: l.SessionID, Listen: l.Listener.Addr().String(), URL: l.AdvertiseURL,
+		Audience: l.Audience, Control: l.ControlPath, Trace: l.TracePath, Workdir: l.Workdir,
+		Containment: l.Containment.String(), Planes: l.Planes(), Tools: s.tools,
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(stdout, "%s\n", ready); err != nil {
+		return fmt.Errorf("writing the ready line: %w", err)
+	}
+	s.log.Info().Str("listen", l.Listener.Addr().String()).Str("session_id", l.SessionID).Msg("serving")
+
+	select {
+	case err := <-failed:
+		return fmt.Errorf("a listener stopped: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info().Msg("shutting down")
+	grace, cancel := context.WithTimeout(context.Background(), l.ShutdownGrace)
+	defer cancel()
+	shutdownErr := errors.Join(s.resource.Shutdown(grace), s.control.Shutdown(grace))
+	s.trace.End(trace.SessionEnd{Generation: s.session.Generation.Current(), Reason: "signal"})
+	if shutdownErr != nil {
+		s.log.Warn().Err(shutdownErr).Msg("in-flight requests did not finish within the shutdown grace")
+	}
+	return nil
+}
+
+func serve(srv *http.Server, ln net.Listener, failed chan<- error) {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		failed <- err
+	}
+}

@@ -19,14 +19,15 @@ import (
 // Service is one running capsule session: the resource listener, the control socket and the
 // trace. Run serves until its context ends, then shuts down gracefully.
 type Service struct {
-	launch   Launch
-	resource *http.Server
-	control  *http.Server
-	ctlLn    net.Listener
-	trace    *tracefile.File
-	session  application.Session
-	tools    []string
-	log      zerolog.Logger
+	launch     Launch
+	resource   *http.Server
+	resourceLn net.Listener
+	control    *http.Server
+	ctlLn      net.Listener
+	trace      *tracefile.File
+	session    application.Session
+	tools      []string
+	log        zerolog.Logger
 }
 
 // ReadyLine is the one JSON object serve prints on stdout once both listeners are up.
@@ -55,7 +56,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		Planes: l.Planes(), Tools: s.tools, Workdir: l.Workdir,
 	})
 	failed := make(chan error, 2)
-	go serve(s.resource, l.Listener, failed)
+	go serve(s.resource, s.resourceLn, failed)
 	go serve(s.control, s.ctlLn, failed)
 
 	ready, err := json.Marshal(ReadyLine{

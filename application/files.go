@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"strings"
 
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
@@ -131,7 +130,7 @@ func (s *Files) Read(ctx context.Context, method, rawPath string) (generation ui
 	gen := s.session.Generation.Current()
 	served, err = s.read(ctx, method, rawPath)
 	event := trace.ResourceRead{
-		Path:        strings.ToValidUTF8(pathpolicy.DecodeOnce(rawPath), "\uFFFD"),
+		Path:        pathpolicy.DecodeOnce(rawPath), // the trace sink replaces invalid UTF-8
 		Generation:  gen,
 		Containment: s.session.Containment.String(),
 		Err:         err,

@@ -3,6 +3,6 @@
 // JSON, and maps every refusal code to its status in one table (status.go).
 //
 // Routing never looks at a decoded or cleaned path: the target is taken exactly as the client
-// sent it (see adapters/httpserver/rawtarget), the query is cut at the first "?", and the rest
+// sent it (see adapters/httpapi/rawtarget), the query is cut at the first "?", and the rest
 // is matched by whole segments.
 package httpapi

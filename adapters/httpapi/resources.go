@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/resplane/resplane/adapters/httpserver/rawtarget"
+	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/refusal"
 )

@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/rs/zerolog"
 
-	"github.com/resplane/resplane/adapters/httpserver/rawtarget"
+	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
 )
 
 // NewEcho assembles the resource listener's echo instance: panic recovery, one access-log line

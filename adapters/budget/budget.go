@@ -1,0 +1,60 @@
+// Package budget implements ports.ReadBudget: a fixed number of bytes (--read-buffer-budget)
+// that concurrent reads share, so a burst of large reads waits for room instead of exhausting
+// memory.
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/resplane/resplane/ports"
+)
+
+// ErrExceedsBudget is wrapped by Reserve's error for a request larger than the whole budget,
+// which could never be granted.
+var ErrExceedsBudget = errors.New("read buffer budget exceeded")
+
+// Budget is a weighted semaphore of bytes. Waiters are served first come, first served: a
+// large reservation waiting for room is not overtaken by smaller ones that arrive after it, so
+// it cannot starve. A Budget is safe for concurrent use.
+type Budget struct {
+	total int64
+	sem   *semaphore.Weighted
+}
+
+var _ ports.ReadBudget = (*Budget)(nil)
+
+// New returns a budget of total bytes; total must be positive.
+func New(total int64) (*Budget, error) {
+	if total <= 0 {
+		return nil, fmt.Errorf("read buffer budget must be positive, got %d bytes", total)
+	}
+	return &Budget{total: total, sem: semaphore.NewWeighted(total)}, nil
+}
+
+// Reserve implements ports.ReadBudget. It blocks until n bytes are free or ctx is done, in
+// which case it returns ctx.Err() and holds nothing. A request for more than the whole budget
+// fails at once with an error wrapping ErrExceedsBudget; a negative n is an error too.
+func (b *Budget) Reserve(ctx context.Context, n int64) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("read buffer budget: cannot reserve a negative %d bytes", n)
+	case n > b.total:
+		return fmt.Errorf("%w: reserving %d bytes, but the whole read buffer budget "+
+			"(--read-buffer-budget) is %d bytes", ErrExceedsBudget, n, b.total)
+	}
+	return b.sem.Acquire(ctx, n)
+}
+
+// Release implements ports.ReadBudget. Releasing more than is held, or a negative n, is a
+// programming error and panics, as it would otherwise corrupt the accounting for every
+// later reader.
+func (b *Budget) Release(n int64) {
+	if n < 0 {
+		panic(fmt.Sprintf("budget: negative release of %d bytes", n))
+	}
+	b.sem.Release(n)
+}

@@ -1,0 +1,426 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/v2"
+
+	"github.com/resplane/resplane/domain/containment"
+	"github.com/resplane/resplane/domain/manifest"
+)
+
+// Settings is one subcommand's validated configuration. A field whose flag was not given and
+// has no fixed default is its zero value; the composition root derives those defaults, which
+// depend on the manifest, the session id or the bound port.
+type Settings struct {
+	// Manifest is the path of the capsule's murmur.yaml. Always set.
+	Manifest string
+	// Workdir is the accessible workdir; "" means <manifest dir>/workdir/<session id>.
+	Workdir string
+	// Listen is the resource listener's HOST:PORT; "" means 127.0.0.1:<network.internal_port>.
+	Listen string
+	// AdvertiseURL is the url on our agent card; "" means http://localhost:<bound port>.
+	AdvertiseURL string
+	// Containment is the class the launching runtime achieved; default advisory.
+	Containment containment.Class
+	// AfterTask overrides lifecycle.after_task; "" when not given.
+	AfterTask manifest.AfterTask
+	// SessionID joins a session the runtime started; "" means a new ses_<uuidv7 hex>.
+	SessionID string
+	// TraceParent is the runtime's session_start event id; set only with SessionID.
+	TraceParent string
+	// TracePath is where trace events go; "" means <workdir>/.murmur/<session id>/trace.jsonl.
+	TracePath string
+	// ControlPath is the control socket; "" means <workdir>/.murmur/<session id>/control.sock.
+	ControlPath string
+	// FetchMaxBytes is fetch-peer-file's receive limit; default 1Gi.
+	FetchMaxBytes manifest.ByteCount
+	// PeerCA is a PEM bundle of extra roots for https peers; "" for none.
+	PeerCA string
+	// ReadBufferBudget bounds the bytes concurrent reads hold in memory; default 256Mi.
+	ReadBufferBudget manifest.ByteCount
+	// ReadHeaderTimeout closes a connection whose header is not complete by then; default 10s.
+	ReadHeaderTimeout time.Duration
+	// LogLevel is debug, info, warn or error; default info.
+	LogLevel string
+	// LogFormat is json or console; default json.
+	LogFormat string
+}
+
+// Command names a subcommand whose settings Load reads.
+type Command string
+
+// The subcommands with launch settings.
+const (
+	// Serve runs the service; it reads every setting and accepts --config.
+	Serve Command = "serve"
+	// Check runs the launch checks only; it reads --manifest, --workdir and --after-task.
+	Check Command = "check"
+)
+
+// commands lists, per subcommand, its settings (by name) and whether it reads a config file.
+var commands = map[Command]struct {
+	summary string
+	names   []string
+	config  bool
+}{
+	Serve: {
+		summary: "Runs the resource service for one capsule session: the HTTP listener (both planes, agent card) and the control socket.",
+		names: []string{"manifest", "workdir", "listen", "advertise-url", "containment", "after-task", "session-id",
+			"trace-parent", "trace", "control", "fetch-max-bytes", "peer-ca", "read-buffer-budget",
+			"read-header-timeout", "log-level", "log-format"},
+		config: true,
+	},
+	Check: {
+		summary: "Runs every launch check serve would run, prints the effective grants as one JSON line and exits. Creates nothing.",
+		names:   []string{"manifest", "workdir", "after-task"},
+	},
+}
+
+// UsageError is a command line, environment or config file that cannot be used: an unknown
+// subcommand, flag or config key, a bad value, or a missing required flag. It means exit
+// status 2.
+type UsageError struct {
+	msg string
+}
+
+func (e *UsageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) *UsageError {
+	return &UsageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrHelp is returned by Load when -h, -help or --help was asked for; print Help and exit 0.
+var ErrHelp = flag.ErrHelp
+
+// setting is one flag: its name (also its config key, and RESPLANE_<NAME> in the
+// environment), how help shows it, its default and how a value is applied.
+type setting struct {
+	name string
+	arg  string
+	// def is the default value, applied like any other value; "" when there is none.
+	def string
+	// defHelp describes a default that is not a fixed value.
+	defHelp string
+	usage   string
+	set     func(s *Settings, v string) error
+}
+
+var settings = []setting{
+	{"manifest", "PATH", "", "", "The capsule's murmur.yaml (required)",
+		func(s *Settings, v string) error { return nonEmpty(&s.Manifest, v) }},
+	{"workdir", "DIR", "", "<manifest dir>/workdir/<session id>",
+		"The accessible workdir; export roots and peer-in/ are relative to it (serve creates it if missing)",
+		func(s *Settings, v string) error { return nonEmpty(&s.Workdir, v) }},
+	{"listen", "HOST:PORT", "", "127.0.0.1:<network.internal_port>, else 127.0.0.1:0",
+		"The resource listener. Port 0 picks a free port",
+		func(s *Settings, v string) error { return setListen(s, v) }},
+	{"advertise-url", "URL", "", "http://localhost:<bound port>",
+		"The url on our agent card, and the source of our own audience",
+		func(s *Settings, v string) error { return setAdvertiseURL(s, v) }},
+	{"containment", "CLASS", "advisory", "",
+		"The containment class the launching runtime achieved: advisory, scoped or sealed",
+		func(s *Settings, v string) (err error) { s.Containment, err = containment.Parse(v); return err }},
+	{"after-task", "exit|sleep", "", "the manifest's lifecycle.after_task",
+		"Override lifecycle.after_task; the resolved value is what E-CAP-008 checks",
+		func(s *Settings, v string) (err error) { s.AfterTask, err = manifest.ParseAfterTask(v); return err }},
+	{"session-id", "ID", "", "a new ses_<uuidv7 hex>",
+		"Join a session the runtime already started ([A-Za-z0-9_.-]+)",
+		func(s *Settings, v string) error { return setSessionID(s, v) }},
+	{"trace-parent", "EVENT_ID", "", "none",
+		"With --session-id: the runtime's session_start event id; we then write no session_start/session_end of our own",
+		func(s *Settings, v string) error { return nonEmpty(&s.TraceParent, v) }},
+	{"trace", "PATH", "", "<workdir>/.murmur/<session id>/trace.jsonl", "Where trace events are appended",
+		func(s *Settings, v string) error { return nonEmpty(&s.TracePath, v) }},
+	{"control", "PATH", "", "<workdir>/.murmur/<session id>/control.sock", "The control socket (Unix domain, mode 0600)",
+		func(s *Settings, v string) error { return nonEmpty(&s.ControlPath, v) }},
+	{"fetch-max-bytes", "SIZE", "1Gi", "", "Receive limit for fetch-peer-file (digits, optionally suffixed Ki/Mi/Gi)",
+		func(s *Settings, v string) (err error) { s.FetchMaxBytes, err = manifest.ParseByteCount(v); return err }},
+	{"peer-ca", "PATH", "", "none", "PEM bundle of extra CA roots for https:// peers (system roots are always trusted)",
+		func(s *Settings, v string) error { return nonEmpty(&s.PeerCA, v) }},
+	{"read-buffer-budget", "SIZE", "256Mi", "", "Total bytes concurrent reads may hold in memory; further reads wait for room",
+		func(s *Settings, v string) (err error) {
+			s.ReadBufferBudget, err = manifest.ParseByteCount(v)
+			return err
+		}},
+	{"read-header-timeout", "DURATION", "10s", "",
+		"Close a connection that has not sent its whole request header by then (Go syntax such as 1m30s or 500ms, or seconds optionally suffixed s/m/h/d)",
+		func(s *Settings, v string) (err error) { s.ReadHeaderTimeout, err = parseTimeout(v); return err }},
+	{"log-level", "LEVEL", "info", "", "debug, info, warn or error; logs go to stderr",
+		func(s *Settings, v string) error { return oneOf(&s.LogLevel, v, "debug", "info", "warn", "error") }},
+	{"log-format", "json|console", "json", "", "How log lines are written",
+		func(s *Settings, v string) error { return oneOf(&s.LogFormat, v, "json", "console") }},
+}
+
+// configSetting is --config: read from flags and the environment only, never from the file
+// it names.
+var configSetting = setting{name: "config", arg: "PATH", defHelp: "none",
+	usage: "A YAML file whose keys are flag names, such as read-buffer-budget: 512Mi"}
+
+// Load reads cmd's settings from args (the arguments after the subcommand name), the
+// environment (through getenv, such as os.Getenv) and, for serve, the --config file.
+// Precedence: flag > environment > config file > default; an empty environment variable
+// counts as unset. Every problem is a *UsageError, except a request for help, which is
+// ErrHelp.
+func Load(cmd Command, args []string, getenv func(string) string) (Settings, error) {
+	c, ok := commands[cmd]
+	if !ok {
+		return Settings{}, usagef("unknown subcommand %q", cmd)
+	}
+	own := commandSettings(cmd)
+	accepted := own
+	if c.config {
+		accepted = append(slices.Clip(own), configSetting)
+	}
+	flags, err := flagLayer(cmd, accepted, args)
+	if err != nil {
+		return Settings{}, err
+	}
+	env := envLayer(accepted, getenv)
+	file := layer{}
+	if c.config {
+		if p, ok := firstValue(configSetting.name, flags, env); ok {
+			if file, err = fileLayer(p, own); err != nil {
+				return Settings{}, err
+			}
+		}
+	}
+	defaults := layer{}
+	for _, st := range own {
+		if st.def != "" {
+			defaults.put(st.name, st.def, "the default")
+		}
+	}
+	k := koanf.New(".")
+	for _, l := range []layer{defaults, file, env, flags} {
+		if err := k.Load(l, nil); err != nil {
+			return Settings{}, err
+		}
+	}
+	var s Settings
+	for _, st := range own {
+		if !k.Exists(st.name + ".value") {
+			continue
+		}
+		v, from := k.String(st.name+".value"), k.String(st.name+".from")
+		if err := st.set(&s, v); err != nil {
+			return Settings{}, usagef("invalid value %q for %s: %v", v, from, err)
+		}
+	}
+	switch {
+	case s.Manifest == "":
+		return Settings{}, usagef("--manifest is required")
+	case s.TraceParent != "" && s.SessionID == "":
+		return Settings{}, usagef("--trace-parent requires --session-id")
+	}
+	return s, nil
+}
+
+// commandSettings returns cmd's settings in help order.
+func commandSettings(cmd Command) []setting {
+	var out []setting
+	for _, st := range settings {
+		if slices.Contains(commands[cmd].names, st.name) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// Help returns cmd's --help text: what it does, then every flag with its default.
+func Help(cmd Command) string {
+	c := commands[cmd]
+	shown := commandSettings(cmd)
+	if c.config {
+		shown = append(shown, configSetting)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: resplane %s [flags]\n\n%s\n\nFlags:\n", cmd, c.summary)
+	for _, st := range shown {
+		fmt.Fprintf(&b, "  --%s %s\n        %s", st.name, st.arg, st.usage)
+		switch {
+		case st.def != "":
+			fmt.Fprintf(&b, " (default %s)", st.def)
+		case st.defHelp != "":
+			fmt.Fprintf(&b, " (default: %s)", st.defHelp)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nEvery flag can also be set as RESPLANE_<FLAG> in the environment (upper case, - becomes _;\nan empty variable counts as unset)")
+	if c.config {
+		b.WriteString(" or as a key of the --config file")
+	}
+	b.WriteString(". Precedence: flag > environment")
+	if c.config {
+		b.WriteString(" > config file")
+	}
+	b.WriteString(" > default.\n")
+	return b.String()
+}
+
+// layer is one source of settings, handed to koanf as a provider of an already parsed map.
+// Each setting it holds is a map of its value and where the value came from, so that a bad
+// value can be reported against its source after koanf has merged the layers.
+type layer map[string]any
+
+func (l layer) put(name, value, from string) {
+	l[name] = map[string]any{"value": value, "from": from}
+}
+
+// firstValue returns name's value from the first of layers that holds it.
+func firstValue(name string, layers ...layer) (string, bool) {
+	for _, l := range layers {
+		if e, ok := l[name].(map[string]any); ok {
+			return e["value"].(string), true
+		}
+	}
+	return "", false
+}
+
+// Read implements koanf.Provider.
+func (l layer) Read() (map[string]any, error) { return l, nil }
+
+// ReadBytes implements koanf.Provider; a layer is always loaded as a map, without a parser.
+func (l layer) ReadBytes() ([]byte, error) {
+	return nil, errors.New("a settings layer is a parsed map, not bytes")
+}
+
+// flagLayer parses args with the accepted flags. Repeating a flag keeps the last value.
+func flagLayer(cmd Command, accepted []setting, args []string) (layer, error) {
+	fs := flag.NewFlagSet("resplane "+string(cmd), flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	l := layer{}
+	for _, st := range accepted {
+		fs.Func(st.name, st.usage, func(v string) error {
+			l.put(st.name, v, "--"+st.name)
+			return nil
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, ErrHelp
+		}
+		return nil, usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q (resplane %s takes flags only)", fs.Arg(0), cmd)
+	}
+	return l, nil
+}
+
+// envLayer reads RESPLANE_<NAME> for each accepted setting; empty means unset.
+func envLayer(accepted []setting, getenv func(string) string) layer {
+	l := layer{}
+	for _, st := range accepted {
+		name := "RESPLANE_" + strings.ToUpper(strings.ReplaceAll(st.name, "-", "_"))
+		if v := getenv(name); v != "" {
+			l.put(st.name, v, name)
+		}
+	}
+	return l
+}
+
+// fileLayer reads the --config file: a YAML mapping whose keys are flag names and whose
+// values are scalars (null counts as unset). An unknown key is a usage error.
+func fileLayer(p string, own []setting) (layer, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, usagef("cannot read the config file: %v", err)
+	}
+	doc, err := parseYAML(data)
+	if err != nil {
+		return nil, usagef("the config file %s is not valid YAML: %v", p, err)
+	}
+	l := layer{}
+	if doc.Kind == manifest.NullNode {
+		return l, nil
+	}
+	if doc.Kind != manifest.MappingNode {
+		return nil, usagef("the config file %s must be a mapping of flag names to values", p)
+	}
+	for _, e := range doc.Entries {
+		known := slices.ContainsFunc(own, func(st setting) bool { return st.name == e.Key })
+		switch {
+		case !known:
+			return nil, usagef("unknown key %q in the config file %s (line %d): keys are flag names, such as read-buffer-budget",
+				e.Key, p, e.Line)
+		case e.Value.Kind == manifest.ScalarNode:
+			l.put(e.Key, e.Value.Text, fmt.Sprintf("%s in the config file %s (line %d)", e.Key, p, e.Line))
+		case e.Value.Kind != manifest.NullNode:
+			return nil, usagef("%s in the config file %s (line %d) must be a single value", e.Key, p, e.Line)
+		}
+	}
+	return l, nil
+}
+
+// nonEmpty stores a value that is not empty.
+func nonEmpty(dst *string, v string) error {
+	if v == "" {
+		return errors.New("must not be empty")
+	}
+	*dst = v
+	return nil
+}
+
+func oneOf(dst *string, v string, allowed ...string) error {
+	if !slices.Contains(allowed, v) {
+		return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
+	}
+	*dst = v
+	return nil
+}
+
+func setListen(s *Settings, v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return errors.New("must be HOST:PORT with a port from 0 to 65535")
+	}
+	s.Listen = v
+	return nil
+}
+
+func setAdvertiseURL(s *Settings, v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("must be an http:// or https:// URL with a host")
+	}
+	s.AdvertiseURL = v
+	return nil
+}
+
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+func setSessionID(s *Settings, v string) error {
+	if !sessionIDPattern.MatchString(v) || v == "." || v == ".." {
+		return errors.New("must match [A-Za-z0-9_.-]+ and not be . or ..")
+	}
+	s.SessionID = v
+	return nil
+}
+
+// parseTimeout reads a positive duration in Go syntax (1m30s, 500ms) or in the manifest's
+// syntax (seconds, optionally suffixed s/m/h/d: 90, 2d).
+func parseTimeout(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		d, err = manifest.ParseDuration(v)
+	}
+	if err != nil || d <= 0 {
+		return 0, errors.New("must be a duration greater than zero, in Go syntax (1m30s, 500ms) or as seconds optionally suffixed s/m/h/d")
+	}
+	return d, nil
+}

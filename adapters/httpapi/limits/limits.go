@@ -1,0 +1,99 @@
+// Package limits hardens the resource listener: it bounds how long a client may take to send
+// its request and to receive its answer, how large its header block may be and how many
+// connections may be open at once, and it installs the raw-target listener (package
+// rawtarget) so that every request that parses reaches the handler with its target as sent.
+//
+// Use both halves together:
+//
+//	limits.Harden(srv, limits.Options{ReadHeaderTimeout: flagValue})
+//	srv.Serve(limits.Listen(tcpListener, limits.DefaultMaxConns))
+package limits
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+
+	"golang.org/x/net/netutil"
+
+	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
+)
+
+const (
+	// DefaultReadHeaderTimeout is how long a client may take to send its whole request header
+	// (contract §9, --read-header-timeout).
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultWriteTimeout bounds the answer to one request, from the end of its header to the
+	// last byte written: enough for a 10 MiB body at about 175 KiB/s. A deployment serving
+	// larger files to slow peers should raise it.
+	DefaultWriteTimeout = 60 * time.Second
+	// DefaultMaxConns is the cap on open connections used by Listen when none is given. One
+	// capsule's peers and operator need few; the cap only has to stop a flood from exhausting
+	// file descriptors and goroutines. Connections beyond it wait in the kernel's backlog.
+	DefaultMaxConns = 256
+	// MaxHeaderBlock is the most bytes net/http reads for a request line and header block
+	// together; a larger block is answered 431 by net/http. It is also rawtarget's limit on the
+	// request line.
+	MaxHeaderBlock = rawtarget.MaxRequestLine
+)
+
+// netHTTPHeaderSlack is what net/http adds to http.Server.MaxHeaderBytes before enforcing it
+// (Server.initialReadLimitSize: MaxHeaderBytes + 4096).
+const netHTTPHeaderSlack = 4096
+
+// Options are the tunable limits. A zero or negative value takes the default.
+type Options struct {
+	ReadHeaderTimeout time.Duration // default DefaultReadHeaderTimeout
+	WriteTimeout      time.Duration // default DefaultWriteTimeout
+}
+
+// Harden configures srv for the resource listener:
+//
+//   - keep-alive off: one request per connection, which rawtarget relies on;
+//   - ReadHeaderTimeout: a connection that has not sent its whole header in time is closed;
+//   - WriteTimeout: bounds writing the answer;
+//   - ReadTimeout = ReadHeaderTimeout + WriteTimeout: bounds reading a request body, which
+//     net/http otherwise does without a deadline when it drains an unread body after the
+//     handler. It is never shorter than the write deadline because net/http cancels the
+//     request's context when a read deadline passes while the handler is still writing;
+//   - IdleTimeout = ReadHeaderTimeout (it only matters if keep-alive were turned back on);
+//   - MaxHeaderBytes such that net/http's effective cap, slack included, is MaxHeaderBlock;
+//   - ConnContext runs rawtarget.ConnContext after any hook srv already had.
+//
+// Serve srv on a listener from Listen, or rawtarget.OriginalTarget falls back to net/http's
+// (repaired) RequestURI.
+func Harden(srv *http.Server, opts Options) {
+	readHeader := orDefault(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	write := orDefault(opts.WriteTimeout, DefaultWriteTimeout)
+	srv.ReadHeaderTimeout = readHeader
+	srv.WriteTimeout = write
+	srv.ReadTimeout = readHeader + write
+	srv.IdleTimeout = readHeader
+	srv.MaxHeaderBytes = MaxHeaderBlock - netHTTPHeaderSlack
+	if prev := srv.ConnContext; prev != nil {
+		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return rawtarget.ConnContext(prev(ctx, c), c)
+		}
+	} else {
+		srv.ConnContext = rawtarget.ConnContext
+	}
+	srv.SetKeepAlivesEnabled(false)
+}
+
+// Listen wraps l for a server configured by Harden: at most maxConns connections are open at
+// once (DefaultMaxConns when maxConns <= 0; Accept waits while the cap is reached), and the
+// raw-target listener is outermost, where rawtarget.ConnContext finds it.
+func Listen(l net.Listener, maxConns int) net.Listener {
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
+	}
+	return rawtarget.NewListener(netutil.LimitListener(l, maxConns))
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}

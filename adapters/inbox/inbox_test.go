@@ -1,0 +1,335 @@
+package inbox_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/resplane/resplane/adapters/inbox"
+	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/ports"
+)
+
+const handleID = "3f2a91c40b7e5d68"
+
+// open returns the inbox of a new temp workdir and that workdir's path.
+func open(t *testing.T) (*inbox.Inbox, string) {
+	t.Helper()
+	workdir := t.TempDir()
+	in, err := inbox.Open(workdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return in, workdir
+}
+
+// entries lists dir's names, sorted; a missing dir lists nothing.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	list, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range list {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func write(t *testing.T, f ports.StagedFile, s string) {
+	t.Helper()
+	if n, err := f.Write([]byte(s)); err != nil || n != len(s) {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+}
+
+// wantIOError fails unless err is an io_error refusal that names no host path.
+func wantIOError(t *testing.T, err error, workdir string) {
+	t.Helper()
+	r, ok := refusal.As(err)
+	if !ok || r.Code != refusal.IOError {
+		t.Fatalf("error = %v, want an io_error refusal", err)
+	}
+	if strings.Contains(r.Message, workdir) || strings.Contains(r.Message, os.TempDir()) {
+		t.Errorf("message %q names a host path", r.Message)
+	}
+}
+
+func TestStageCreatesPeerInAndAPrivateTempFile(t *testing.T) {
+	in, workdir := open(t)
+	f, err := in.Stage(handleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Discard()
+	dir := filepath.Join(workdir, "peer-in")
+	info, err := os.Lstat(dir)
+	if err != nil || !info.IsDir() || info.Mode().Perm()&0o077 != 0 {
+		t.Fatalf("peer-in = %v, %v; want a directory closed to group and others", info, err)
+	}
+	names := entries(t, dir)
+	if len(names) != 1 || !regexp.MustCompile(`^\.`+handleID+`-[0-9a-f]{16}\.part$`).MatchString(names[0]) {
+		t.Fatalf("peer-in holds %q, want one .<handle id>-<16 hex>.part", names)
+	}
+	info, err = os.Lstat(filepath.Join(dir, names[0]))
+	if err != nil || !info.Mode().IsRegular() || info.Mode().Perm() != 0o600 {
+		t.Errorf("temp file = %v, %v; want a 0600 regular file", info, err)
+	}
+}
+
+func TestCommitStoresTheBytesUnderTheName(t *testing.T) {
+	in, workdir := open(t)
+	f, err := in.Stage(handleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "hello, ")
+	write(t, f, "peer")
+	stored, err := f.Commit(handleID + "-report.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored != "peer-in/"+handleID+"-report.md" {
+		t.Errorf("stored path = %q", stored)
+	}
+	got, err := os.ReadFile(filepath.Join(workdir, stored))
+	if err != nil || string(got) != "hello, peer" {
+		t.Errorf("stored bytes = %q, %v", got, err)
+	}
+	if names := entries(t, filepath.Join(workdir, "peer-in")); !slices.Equal(names, []string{handleID + "-report.md"}) {
+		t.Errorf("peer-in holds %q, want only the stored file", names)
+	}
+	f.Discard() // after Commit: a no-op that must not remove the stored file
+	if _, err := os.Stat(filepath.Join(workdir, stored)); err != nil {
+		t.Errorf("Discard after Commit removed the file: %v", err)
+	}
+}
+
+func TestCommitReplacesAnEarlierFileAndASymlinkWithoutWritingThroughIt(t *testing.T) {
+	in, workdir := open(t)
+	outside := filepath.Join(t.TempDir(), "victim.txt")
+	if err := os.WriteFile(outside, []byte("untouched"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(workdir, "peer-in")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "earlier.txt"), []byte("old version"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"earlier.txt", "link.txt"} {
+		f, err := in.Stage(handleID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, f, "new")
+		if _, err := f.Commit(name); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil || !info.Mode().IsRegular() {
+			t.Fatalf("%s = %v, %v; want a regular file", name, info, err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(dir, name)); string(got) != "new" {
+			t.Errorf("%s holds %q, want the new bytes", name, got)
+		}
+	}
+	if got, _ := os.ReadFile(outside); string(got) != "untouched" {
+		t.Errorf("the symlink's target was written: %q", got)
+	}
+}
+
+func TestStageRefusesAPeerInThatIsNotARealDirectory(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, peerIn, elsewhere string)
+	}{
+		{"symlink to a directory", func(t *testing.T, peerIn, elsewhere string) {
+			if err := os.Symlink(elsewhere, peerIn); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"dangling symlink", func(t *testing.T, peerIn, elsewhere string) {
+			if err := os.Symlink(filepath.Join(elsewhere, "missing"), peerIn); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"regular file", func(t *testing.T, peerIn, _ string) {
+			if err := os.WriteFile(peerIn, []byte("not a dir"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, workdir := open(t)
+			elsewhere := t.TempDir()
+			tc.setup(t, filepath.Join(workdir, "peer-in"), elsewhere)
+			f, err := in.Stage(handleID)
+			if err == nil {
+				f.Discard()
+			}
+			wantIOError(t, err, workdir)
+			if names := entries(t, elsewhere); len(names) != 0 {
+				t.Errorf("written through peer-in: %q", names)
+			}
+			if names := entries(t, workdir); !slices.Equal(names, []string{"peer-in"}) {
+				t.Errorf("workdir holds %q, want only peer-in", names)
+			}
+		})
+	}
+}
+
+func TestStageRefusesAHandleIDThatIsNotPartOfAName(t *testing.T) {
+	in, workdir := open(t)
+	for _, id := range []string{"../escape", "a/b", "nul\x00"} {
+		f, err := in.Stage(id)
+		if err == nil {
+			f.Discard()
+		}
+		wantIOError(t, err, workdir)
+	}
+	if names := entries(t, workdir); len(names) != 0 {
+		t.Errorf("workdir holds %q, want nothing", names)
+	}
+}
+
+func TestAFailedCommitLeavesNoTempFile(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, peerIn string)
+		store string
+	}{
+		{"empty name", nil, ""},
+		{"dot", nil, "."},
+		{"dot dot", nil, ".."},
+		{"two components", nil, "sub/file.txt"},
+		{"NUL", nil, "a\x00b"},
+		{"name is a directory", func(t *testing.T, peerIn string) {
+			if err := os.MkdirAll(filepath.Join(peerIn, "taken", "child"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, "taken"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, workdir := open(t)
+			peerIn := filepath.Join(workdir, "peer-in")
+			f, err := in.Stage(handleID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.setup != nil {
+				tc.setup(t, peerIn)
+			}
+			before := entries(t, peerIn)
+			write(t, f, "bytes")
+			_, err = f.Commit(tc.store)
+			wantIOError(t, err, workdir)
+			f.Discard() // what the application does after a failed Commit: must be harmless
+			after := entries(t, peerIn)
+			for _, name := range after {
+				if strings.HasSuffix(name, ".part") {
+					t.Errorf("temp file %s remains", name)
+				}
+			}
+			if len(after) != len(before)-1 {
+				t.Errorf("peer-in went from %q to %q; want only the temp file gone", before, after)
+			}
+			if _, err := f.Commit("retry.txt"); err == nil {
+				t.Error("a second Commit succeeded")
+			}
+		})
+	}
+}
+
+func TestDiscardLeavesNothing(t *testing.T) {
+	in, workdir := open(t)
+	f, err := in.Stage(handleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "partial")
+	f.Discard()
+	f.Discard()
+	if names := entries(t, filepath.Join(workdir, "peer-in")); len(names) != 0 {
+		t.Errorf("peer-in holds %q after Discard", names)
+	}
+	if _, err := f.Write([]byte("late")); err == nil {
+		t.Error("Write after Discard succeeded")
+	}
+}
+
+func TestConcurrentStagesOfOneHandleDoNotCollide(t *testing.T) {
+	in, workdir := open(t)
+	const n = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			f, err := in.Stage(handleID)
+			if err != nil {
+				errs <- err
+				return
+			}
+			body := strings.Repeat(strconv.Itoa(i), 1000)
+			if _, err := f.Write([]byte(body)); err != nil {
+				errs <- err
+				f.Discard()
+				return
+			}
+			if i%2 == 1 {
+				f.Discard()
+				return
+			}
+			// Every even stage commits its own name; half of them also race on one shared name.
+			name := handleID + "-" + strconv.Itoa(i) + ".txt"
+			if i%4 == 0 {
+				name = handleID + "-shared.txt"
+			}
+			if _, err := f.Commit(name); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	dir := filepath.Join(workdir, "peer-in")
+	names := entries(t, dir)
+	if len(names) != n/4+1 {
+		t.Errorf("peer-in holds %d files %q, want %d", len(names), names, n/4+1)
+	}
+	bodyOf := func(i int) string { return strings.Repeat(strconv.Itoa(i), 1000) }
+	for i := 0; i < n; i += 2 {
+		name, writers := handleID+"-"+strconv.Itoa(i)+".txt", []string{bodyOf(i)}
+		if i%4 == 0 {
+			name, writers = handleID+"-shared.txt", nil
+			for j := 0; j < n; j += 4 {
+				writers = append(writers, bodyOf(j))
+			}
+		}
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !slices.Contains(writers, string(got)) {
+			t.Errorf("%s holds a torn, mixed or foreign body (%d bytes, %v)", name, len(got), err)
+		}
+	}
+}
+
+func TestOpenFailsForAMissingWorkdir(t *testing.T) {
+	if in, err := inbox.Open(filepath.Join(t.TempDir(), "missing")); err == nil {
+		in.Close()
+		t.Fatal("Open of a missing workdir succeeded")
+	}
+}

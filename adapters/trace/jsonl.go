@@ -1,0 +1,207 @@
+// Package trace implements ports.TraceSink: File appends events to trace.jsonl (contract §8),
+// and Recorder keeps them in memory for tests.
+package trace
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	dtrace "github.com/resplane/resplane/domain/trace"
+	"github.com/resplane/resplane/ports"
+)
+
+// Config is what a File needs.
+type Config struct {
+	// Path is the trace file. Missing parent directories are created with mode 0700 and the
+	// file with mode 0600; an existing file is appended to.
+	Path string
+	// SessionID is written on every line.
+	SessionID string
+	// Parent, when not empty, joins a session the runtime already started (--trace-parent):
+	// it is the parent_id of every line, and Start and End write nothing.
+	Parent string
+	// Clock supplies each line's timestamp.
+	Clock ports.Clock
+	// Redact is applied to every encoded line before it is written (the handle redactor). It
+	// must keep the line valid JSON; nil writes lines as encoded.
+	Redact func(string) string
+	// OnError receives every failure to encode or write a line. nil discards them.
+	OnError func(error)
+}
+
+// File appends trace events to a JSONL file. Each event becomes one line — the envelope
+// (event_type, event_id, parent_id, session_id, timestamp) and then the event's fields in
+// schema order — written with a single write(2) on a descriptor opened with O_APPEND, under a
+// mutex, so lines are never interleaved and appear in timestamp order. Nothing is buffered in
+// the process; lines are not fsynced.
+//
+// Strings are raw UTF-8 (no HTML escaping), with invalid bytes replaced by U+FFFD. A line that
+// cannot be encoded or written is reported to Config.OnError and dropped: recording never
+// fails or panics the caller. A File is safe for concurrent use.
+type File struct {
+	cfg Config
+	mu  sync.Mutex
+	f   *os.File
+	// root is the parent_id of every line: the joined parent, else nil until Start has
+	// written session_start, then that line's event_id.
+	root any
+}
+
+var _ ports.TraceSink = (*File)(nil)
+
+// Open opens (creating if needed) the trace file described by cfg.
+func Open(cfg Config) (*File, error) {
+	if cfg.Clock == nil {
+		return nil, errors.New("trace: no clock configured")
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	f, err := os.OpenFile(cfg.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	t := &File{cfg: cfg, f: f}
+	if cfg.Parent != "" {
+		t.root = cfg.Parent
+	}
+	return t, nil
+}
+
+// Start writes session_start, whose event_id becomes the parent_id of every later line. Call
+// it once, before the first Record; lines recorded earlier have a null parent_id. It writes
+// nothing in a joined session.
+func (t *File) Start(e dtrace.SessionStart) {
+	if t.cfg.Parent != "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id, ok := t.writeLocked(e); ok {
+		t.root = id
+	}
+}
+
+// Record implements ports.TraceSink.
+func (t *File) Record(e dtrace.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.writeLocked(e)
+}
+
+// End writes session_end, on a graceful shutdown only. It writes nothing in a joined session.
+func (t *File) End(e dtrace.SessionEnd) {
+	if t.cfg.Parent != "" {
+		return
+	}
+	t.Record(e)
+}
+
+// Close closes the file. Lines recorded afterwards are reported to OnError.
+func (t *File) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.f.Close()
+}
+
+// writeLocked encodes and writes one line, returning its event_id.
+func (t *File) writeLocked(e dtrace.Event) (string, bool) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		t.report(fmt.Errorf("trace: new event id for %s: %w", e.Type(), err))
+		return "", false
+	}
+	eventID := "evt_" + hex.EncodeToString(id[:])
+	envelope := []dtrace.Field{
+		{Key: "event_type", Value: e.Type()},
+		{Key: "event_id", Value: eventID},
+		{Key: "parent_id", Value: t.root},
+		{Key: "session_id", Value: t.cfg.SessionID},
+		{Key: "timestamp", Value: t.cfg.Clock.Now().UnixMilli()},
+	}
+	line, err := encodeLine(envelope, e.Fields())
+	if err != nil {
+		t.report(fmt.Errorf("trace: encode %s: %w", e.Type(), err))
+		return "", false
+	}
+	if t.cfg.Redact != nil {
+		line = t.cfg.Redact(line)
+	}
+	if _, err := t.f.WriteString(line); err != nil {
+		t.report(fmt.Errorf("trace: write %s: %w", e.Type(), err))
+		return "", false
+	}
+	return eventID, true
+}
+
+func (t *File) report(err error) {
+	if t.cfg.OnError != nil {
+		t.cfg.OnError(err)
+	}
+}
+
+// encodeLine renders the fields as one JSON object in the given order, newline included.
+func encodeLine(groups ...[]dtrace.Field) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	b.WriteByte('{')
+	first := true
+	for _, fields := range groups {
+		for _, f := range fields {
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			// Encode appends a newline after each value; drop it.
+			if err := enc.Encode(f.Key); err != nil {
+				return "", err
+			}
+			b.Truncate(b.Len() - 1)
+			b.WriteByte(':')
+			if err := enc.Encode(validUTF8(f.Value)); err != nil {
+				return "", fmt.Errorf("field %s: %w", f.Key, err)
+			}
+			b.Truncate(b.Len() - 1)
+		}
+	}
+	b.WriteString("}\n")
+	return b.String(), nil
+}
+
+// validUTF8 replaces each byte of a string (or of a []string's elements) that is not part of
+// valid UTF-8 with U+FFFD, as encoding/json would, so that the encoder writes the replacement
+// raw rather than as the escape \ufffd. Other values are returned unchanged.
+func validUTF8(v any) any {
+	switch v := v.(type) {
+	case string:
+		return validString(v)
+	case []string:
+		if slices.ContainsFunc(v, func(s string) bool { return !utf8.ValidString(s) }) {
+			out := make([]string, len(v))
+			for i, s := range v {
+				out[i] = validString(s)
+			}
+			return out
+		}
+	}
+	return v
+}
+
+func validString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	// Converting to runes turns every invalid byte into utf8.RuneError (U+FFFD).
+	return string([]rune(s))
+}

@@ -1,0 +1,55 @@
+package trace
+
+import (
+	"slices"
+	"sync"
+
+	dtrace "github.com/resplane/resplane/domain/trace"
+	"github.com/resplane/resplane/ports"
+)
+
+var _ ports.TraceSink = (*Recorder)(nil)
+
+// Recorder is an in-memory ports.TraceSink for tests: it keeps every recorded event, in order,
+// without an envelope. It is safe for concurrent use; the zero value is ready.
+type Recorder struct {
+	mu     sync.Mutex
+	events []dtrace.Event
+}
+
+// Record implements ports.TraceSink.
+func (r *Recorder) Record(e dtrace.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// Events returns a copy of every event recorded so far, oldest first.
+func (r *Recorder) Events() []dtrace.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// Last returns the most recent event, and false if nothing was recorded.
+func (r *Recorder) Last() (dtrace.Event, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.events) == 0 {
+		return nil, false
+	}
+	return r.events[len(r.events)-1], true
+}
+
+// OfType returns the recorded events whose event_type is eventType, oldest first.
+func (r *Recorder) OfType(eventType string) []dtrace.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []dtrace.Event
+	for _, e := range r.events {
+		if e.Type() == eventType {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,55 @@
+package trace
+
+import (
+	"sync"
+	"testing"
+
+	dtrace "github.com/resplane/resplane/domain/trace"
+)
+
+func TestRecorder(t *testing.T) {
+	var r Recorder
+	if _, ok := r.Last(); ok || len(r.Events()) != 0 {
+		t.Fatal("a new Recorder is not empty")
+	}
+	r.Record(dtrace.ResourceList{Root: "out/"})
+	r.Record(dtrace.ResourceRead{Path: "a"})
+	r.Record(dtrace.ResourceRead{Path: "b"})
+
+	events := r.Events()
+	if len(events) != 3 || events[0].Type() != "resource_list" {
+		t.Fatalf("Events() = %v", events)
+	}
+	events[0] = nil
+	if r.Events()[0] == nil {
+		t.Error("Events() shares its slice with the recorder")
+	}
+	if last, ok := r.Last(); !ok || last.(dtrace.ResourceRead).Path != "b" {
+		t.Errorf("Last() = %v, %v", last, ok)
+	}
+	reads := r.OfType("resource_read")
+	if len(reads) != 2 || reads[0].(dtrace.ResourceRead).Path != "a" || reads[1].(dtrace.ResourceRead).Path != "b" {
+		t.Errorf("OfType(resource_read) = %v", reads)
+	}
+	if got := r.OfType("peer_file_fetch"); len(got) != 0 {
+		t.Errorf("OfType(peer_file_fetch) = %v", got)
+	}
+}
+
+func TestRecorderConcurrentUse(t *testing.T) {
+	var r Recorder
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			for range 50 {
+				r.Record(dtrace.ResourceRead{})
+				r.Last()
+				r.OfType("resource_read")
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(r.Events()); n != 1000 {
+		t.Errorf("recorded %d events, want 1000", n)
+	}
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/resplane/resplane/adapters/control"
+)
+
+// clientFlags is the flag set of a client subcommand: --control (or RESPLANE_CONTROL) plus the
+// subcommand's own flags.
+type clientFlags struct {
+	*flag.FlagSet
+	control *string
+}
+
+func newClientFlags(name string, stderr io.Writer, getenv func(string) string) clientFlags {
+	fs := flag.NewFlagSet("resplane "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return clientFlags{FlagSet: fs, control: fs.String("control", getenv("RESPLANE_CONTROL"),
+		"the service's control socket (env RESPLANE_CONTROL)")}
+}
+
+// parse parses args; ok is false when the caller must return status.
+func (f clientFlags) parse(args []string, stdout io.Writer) (status int, ok bool) {
+	if err := f.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			f.SetOutput(stdout)
+			f.PrintDefaults()
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if f.NArg() > 0 {
+		fmt.Fprintf(f.Output(), "%s: unexpected argument %q\n", f.Name(), f.Arg(0))
+		return exitUsage, false
+	}
+	if *f.control == "" {
+		fmt.Fprintf(f.Output(), "%s: --control PATH (or RESPLANE_CONTROL) is required\n", f.Name())
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+// call sends one control request and prints its answer: on 200 the data object (whole=false)
+// or the whole answer (whole=true) on stdout, exit 0; on a refusal the {"error","message"}
+// object on stderr, exit 1.
+func call(f clientFlags, method, route string, body any, whole bool, stdout, stderr io.Writer) int {
+	status, answer, err := control.NewClient(*f.control).Call(context.Background(), method, route, body)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", f.Name(), err)
+		return exitFailure
+	}
+	if status != http.StatusOK {
+		fmt.Fprintln(stderr, strings.TrimSpace(string(answer)))
+		return exitFailure
+	}
+	if !whole {
+		var envelope struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(answer, &envelope); err != nil {
+			fmt.Fprintf(stderr, "%s: the control API answered something that is not a tool result\n", f.Name())
+			return exitFailure
+		}
+		answer = envelope.Data
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, answer); err != nil {
+		compact.Reset()
+		compact.Write(bytes.TrimSpace(answer))
+	}
+	fmt.Fprintln(stdout, compact.String())
+	return exitOK
+}
+
+func toolCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "resplane tool: name a tool: share-file or fetch-peer-file\n")
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	f := newClientFlags("tool "+name, stderr, getenv)
+	input := map[string]string{}
+	var required []string
+	switch name {
+	case control.ShareFileTool:
+		path := f.String("path", "", "path of the file, relative to exports.peer_files.root (required)")
+		peer := f.String("peer", "", "the peer's address, host:port or an http(s) URL (required)")
+		ttl := f.String("ttl", "", "the handle's lifetime, such as 15m; at most max_ttl (default max_ttl)")
+		if status, ok := f.parse(rest, stdout); !ok {
+			return status
+		}
+		input["path"], input["peer"] = *path, *peer
+		if *ttl != "" {
+			input["ttl"] = *ttl
+		}
+		required = []string{"path", "peer"}
+	case control.FetchPeerFileTool:
+		peer := f.String("peer", "", "the peer's address, host:port or an http(s) URL (required)")
+		token := f.String("handle", "", "the handle the peer sent (required)")
+		if status, ok := f.parse(rest, stdout); !ok {
+			return status
+		}
+		input["peer"], input["handle"] = *peer, *token
+		required = []string{"peer", "handle"}
+	default:
+		fmt.Fprintf(stderr, "resplane tool: unknown tool %q: use share-file or fetch-peer-file\n", name)
+		return exitUsage
+	}
+	for _, key := range required {
+		if input[key] == "" {
+			fmt.Fprintf(stderr, "resplane tool %s: --%s is required\n", name, key)
+			return exitUsage
+		}
+	}
+	return call(f, http.MethodPost, "/v1/tools/"+name, input, false, stdout, stderr)
+}
+
+func taskCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 || args[0] != "end" {
+		fmt.Fprint(stderr, "resplane task: the only subcommand is 'end'\n")
+		return exitUsage
+	}
+	f := newClientFlags("task end", stderr, getenv)
+	state := f.String("state", "completed", "the terminal state: completed, failed or cancelled")
+	if status, ok := f.parse(args[1:], stdout); !ok {
+		return status
+	}
+	return call(f, http.MethodPost, "/v1/tasks/terminal", map[string]string{"state": *state}, true, stdout, stderr)
+}
+
+func statusCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	f := newClientFlags("status", stderr, getenv)
+	if status, ok := f.parse(args, stdout); !ok {
+		return status
+	}
+	return call(f, http.MethodGet, "/v1/status", nil, true, stdout, stderr)
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/resplane/resplane"
+	"github.com/resplane/resplane/adapters/config"
+	"github.com/resplane/resplane/domain/audience"
+	"github.com/resplane/resplane/domain/diag"
+	"github.com/resplane/resplane/domain/manifest"
+)
+
+// shutdownGrace is how long in-flight requests may take to finish after SIGINT or SIGTERM.
+const shutdownGrace = 10 * time.Second
+
+// loadSettings reads cmd's settings and turns help and usage errors into an exit status; ok is
+// false when the caller must return that status.
+func loadSettings(cmd config.Command, args []string, stdout, stderr io.Writer, getenv func(string) string) (config.Settings, int, bool) {
+	settings, err := config.Load(cmd, args, getenv)
+	switch {
+	case errors.Is(err, config.ErrHelp):
+		fmt.Fprint(stdout, config.Help(cmd))
+		return settings, exitOK, false
+	case err != nil:
+		fmt.Fprintf(stderr, "resplane %s: %v\n", cmd, err)
+		return settings, exitUsage, false
+	}
+	return settings, 0, true
+}
+
+// refuseLaunch prints a launch diagnostic's two lines and returns the launch-refusal status.
+func refuseLaunch(stderr io.Writer, d *diag.Diagnostic) int {
+	fmt.Fprint(stderr, d.Render())
+	return exitUsage
+}
+
+// defaultWorkdir is <manifest dir>/workdir/<session id>, made absolute without resolving
+// symlinks.
+func workdirFor(settings config.Settings, sessionID string) (string, error) {
+	dir := settings.Workdir
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(settings.Manifest), "workdir", sessionID)
+	}
+	return filepath.Abs(dir)
+}
+
+func checkCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	settings, status, ok := loadSettings(config.Check, args, stdout, stderr, getenv)
+	if !ok {
+		return status
+	}
+	m, _, d := config.LoadManifest(settings.Manifest)
+	if d != nil {
+		return refuseLaunch(stderr, d)
+	}
+	// Without --workdir there is no session yet, so no default workdir can exist: the
+	// E-CAP-007 check then has nothing to inspect, exactly as on a first serve.
+	workdir := ""
+	if settings.Workdir != "" {
+		var err error
+		if workdir, err = filepath.Abs(settings.Workdir); err != nil {
+			fmt.Fprintf(stderr, "resplane check: %v\n", err)
+			return exitFailure
+		}
+	}
+	grants, d := resplane.RunLaunchChecks(m, settings.AfterTask, workdir)
+	if d != nil {
+		return refuseLaunch(stderr, d)
+	}
+	line, err := config.MarshalGrants(grants)
+	if err != nil {
+		fmt.Fprintf(stderr, "resplane check: %v\n", err)
+		return exitFailure
+	}
+	_, _ = stdout.Write(line)
+	return exitOK
+}
+
+func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	settings, status, ok := loadSettings(config.Serve, args, stdout, stderr, getenv)
+	if !ok {
+		return status
+	}
+	log, err := resplane.NewLogger(stderr, settings.LogLevel, settings.LogFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
+		return exitUsage
+	}
+	m, warnings, d := config.LoadManifest(settings.Manifest)
+	if d != nil {
+		return refuseLaunch(stderr, d)
+	}
+	sessionID := settings.SessionID
+	if sessionID == "" {
+		if sessionID, err = resplane.NewSessionID(); err != nil {
+			fmt.Fprintf(stderr, "resplane serve: %v\n", err)
+			return exitFailure
+		}
+	}
+	workdir, err := workdirFor(settings, sessionID)
+	if err != nil {
+		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
+		return exitFailure
+	}
+	if _, d := resplane.RunLaunchChecks(m, settings.AfterTask, workdir); d != nil {
+		return refuseLaunch(stderr, d)
+	}
+	if msg := budgetProblem(m, settings.ReadBufferBudget.Int64()); msg != "" {
+		fmt.Fprintf(stderr, "resplane serve: %s\n", msg)
+		return exitUsage
+	}
+
+	// The listener is bound before anything is created on disk, so a port in use leaves
+	// nothing behind.
+	listen := settings.Listen
+	if listen == "" {
+		listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(int(m.InternalPort)))
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "resplane serve: cannot listen on %s: %v\n", listen, err)
+		return exitFailure
+	}
+	advertise := settings.AdvertiseURL
+	if advertise == "" {
+		advertise = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	}
+	ourAudience, err := audience.FromCard(m.Name, advertise)
+	if err != nil {
+		_ = ln.Close()
+		fmt.Fprintf(stderr, "resplane serve: --advertise-url %q gives no audience: it needs a host\n", advertise)
+		return exitUsage
+	}
+	sessionDir := filepath.Join(workdir, ".murmur", sessionID)
+	launch := resplane.Launch{
+		Manifest: m, SessionID: sessionID, TraceParent: settings.TraceParent, Workdir: workdir,
+		TracePath:   orDefault(settings.TracePath, filepath.Join(sessionDir, "trace.jsonl")),
+		ControlPath: orDefault(settings.ControlPath, filepath.Join(sessionDir, "control.sock")),
+		Containment: settings.Containment, Listener: ln, AdvertiseURL: advertise, Audience: ourAudience,
+		FetchMaxBytes: settings.FetchMaxBytes.Int64(), PeerCAFile: settings.PeerCA,
+		ReadBufferBudget: settings.ReadBufferBudget.Int64(), ReadHeaderTimeout: settings.ReadHeaderTimeout,
+		ShutdownGrace: shutdownGrace, Log: log,
+	}
+	for _, w := range warnings {
+		log.Warn().Str("code", string(w.Code)).Str("key", w.Key).Msg(w.Message)
+	}
+
+	svc, cleanup, err := resplane.InitializeService(launch)
+	if err != nil {
+		_ = ln.Close()
+		log.Error().Err(err).Msg("the service could not start")
+		return exitFailure
+	}
+	defer cleanup()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := svc.Run(ctx, stdout); err != nil {
+		log.Error().Err(err).Msg("the service stopped")
+		return exitFailure
+	}
+	return exitOK
+}
+
+// budgetProblem explains why the read buffer budget cannot serve a declared plane, or returns
+// "": a single read buffers up to max_bytes+1 bytes, so a smaller budget could never grant it.
+func budgetProblem(m manifest.Manifest, budget int64) string {
+	need := int64(0)
+	if m.Files != nil {
+		need = m.Files.MaxBytes.Int64() + 1
+	}
+	if m.PeerFiles != nil {
+		need = max(need, m.PeerFiles.MaxBytes.Int64()+1)
+	}
+	if budget < need {
+		return fmt.Sprintf("--read-buffer-budget (%d bytes) must be larger than every declared max_bytes (%d bytes needed)", budget, need)
+	}
+	return ""
+}
+
+func orDefault(value, fallback string) string {
+	if value == "" {
+		return fallback
+	}
+	return value
+}

@@ -1,0 +1,63 @@
+// Package manifest reads the part of a capsule manifest (murmur.yaml) that resplane owns
+// (contract §1 and §9) into values that can only exist valid.
+//
+// The package knows no YAML: an adapter parses the file into a Node tree that keeps each
+// scalar's text as written, null apart from {}, and source lines, and Decode applies every
+// rule to that tree, in the contract's order, reporting the first failure as a launch
+// diagnostic.
+package manifest
+
+import (
+	"time"
+
+	"github.com/resplane/resplane/domain/destination"
+)
+
+// Manifest is what resplane takes from a capsule manifest, every default applied.
+type Manifest struct {
+	// Name is the capsule's name, trimmed and non-empty.
+	Name string
+	// Version is the version as written (a number keeps its text: 1.0 is "1.0"); default 0.0.0.
+	Version string
+	// InternalPort is network.internal_port; 0 when undeclared, which listens the same way as a
+	// declared 0: on any free port.
+	InternalPort uint16
+	// Files is exports.files, nil when undeclared.
+	Files *FilesExport
+	// PeerFiles is exports.peer_files, nil when undeclared.
+	PeerFiles *PeerFilesExport
+	// NetworkAllow is capabilities.network.allow, empty when undeclared.
+	NetworkAllow []destination.Destination
+	// PeerFetch is capabilities.peer_fetch, nil when undeclared.
+	PeerFetch *PeerFetch
+	// AfterTask is lifecycle.after_task as declared, default exit. A command-line override may
+	// replace it; the resolved value is what the launch checks use.
+	AfterTask AfterTask
+}
+
+// FilesExport is the operator plane's grant.
+type FilesExport struct {
+	Root     Root
+	Mode     Mode
+	MaxBytes ByteCount
+}
+
+// PeerFilesExport is the peer plane's grant.
+type PeerFilesExport struct {
+	Root Root
+	// MaxTTL is the longest lifetime a minted handle may have: max_ttl when declared, else
+	// one hour.
+	MaxTTL time.Duration
+	// MaxTTLDeclared reports whether max_ttl was written, which a sleeping capsule requires.
+	MaxTTLDeclared bool
+	MaxBytes       ByteCount
+}
+
+// PeerFetch is the fetch-peer-file grant: the only list the tool's peer is checked against.
+type PeerFetch struct {
+	// Allow holds at least one destination.
+	Allow []destination.Destination
+}
+
+// defaultMaxTTL is exports.peer_files.max_ttl when undeclared (allowed only with exit).
+const defaultMaxTTL = time.Hour

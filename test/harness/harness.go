@@ -1,0 +1,401 @@
+// Package harness starts the real resplane binary for black-box tests and speaks raw HTTP to
+// it over TCP. A client library would clean the very request targets the service must refuse
+// (dot segments, encoded slashes, invalid escapes), so requests are written byte for byte.
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/resplane once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "resplane-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "resplane")
+		_, file, _, _ := runtime.Caller(0)
+		moduleRoot := filepath.Join(filepath.Dir(file), "..", "..")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/resplane")
+		cmd.Dir = moduleRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Capsule is a manifest and a workdir layout to launch the service over.
+type Capsule struct {
+	// Manifest is the murmur.yaml text.
+	Manifest string
+	// Files maps workdir-relative paths to contents; a value of the form "-> target" makes a
+	// symlink instead. Directories are created as needed.
+	Files map[string]string
+	// Args are extra serve flags.
+	Args []string
+	// Env is extra environment, "KEY=value".
+	Env []string
+}
+
+// Ready is the ready line serve prints on stdout.
+type Ready struct {
+	Event       string   `json:"event"`
+	SessionID   string   `json:"session_id"`
+	Listen      string   `json:"listen"`
+	URL         string   `json:"url"`
+	Audience    string   `json:"audience"`
+	Control     string   `json:"control"`
+	Trace       string   `json:"trace"`
+	Workdir     string   `json:"workdir"`
+	Containment string   `json:"containment"`
+	Planes      []string `json:"planes"`
+	Tools       []string `json:"tools"`
+}
+
+// Process is one running resplane serve.
+type Process struct {
+	Ready   Ready
+	Dir     string // holds murmur.yaml and, by default, the workdir
+	Workdir string
+	cmd     *exec.Cmd
+	stderr  *syncBuffer
+	done    chan struct{}
+	exit    int
+}
+
+// WriteCapsule writes c's manifest and files into a new temp dir and returns the dir, the
+// manifest path and the workdir.
+func WriteCapsule(t testing.TB, c Capsule) (dir, manifestPath, workdir string) {
+	t.Helper()
+	dir = t.TempDir()
+	manifestPath = filepath.Join(dir, "murmur.yaml")
+	workdir = filepath.Join(dir, "wd")
+	if err := os.WriteFile(manifestPath, []byte(c.Manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(workdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	Layout(t, workdir, c.Files)
+	return dir, manifestPath, workdir
+}
+
+// Layout creates files and symlinks under base: a value "-> target" is a symlink.
+func Layout(t testing.TB, base string, files map[string]string) {
+	t.Helper()
+	for rel, content := range files {
+		path := filepath.Join(base, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if target, ok := strings.CutPrefix(content, "-> "); ok {
+			if err := os.Symlink(target, path); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Start launches serve over c (workdir <dir>/wd, listening on 127.0.0.1:0) and waits for the
+// ready line. The process is stopped with SIGTERM when the test ends.
+func Start(t testing.TB, c Capsule) *Process {
+	t.Helper()
+	dir, manifestPath, workdir := WriteCapsule(t, c)
+	args := append([]string{"serve", "--manifest", manifestPath, "--workdir", workdir, "--listen", "127.0.0.1:0"}, c.Args...)
+	p := &Process{Dir: dir, Workdir: workdir, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(Binary(t), args...)
+	p.cmd.Env = append(cleanEnv(), c.Env...)
+	p.cmd.Stderr = p.stderr
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		p.exit = p.cmd.ProcessState.ExitCode()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.Stop(t) })
+	lines := make(chan string, 1)
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		if scanner.Scan() {
+			lines <- scanner.Text()
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			<-p.done
+			t.Fatalf("serve exited (%d) without a ready line; stderr:\n%s", p.exit, p.stderr.String())
+		}
+		if err := json.Unmarshal([]byte(line), &p.Ready); err != nil {
+			t.Fatalf("ready line %q: %v", line, err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("no ready line within 15 s; stderr:\n%s", p.stderr.String())
+	}
+	return p
+}
+
+// cleanEnv is the test process's environment without RESPLANE_* variables, so a developer's
+// shell cannot change what a test launches.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RESPLANE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// Stop sends SIGTERM (once) and waits for the exit status.
+func (p *Process) Stop(t testing.TB) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.exit
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Errorf("serve did not exit within 20 s of SIGTERM")
+	}
+	return p.exit
+}
+
+// Stderr returns everything the process wrote to stderr so far.
+func (p *Process) Stderr() string { return p.stderr.String() }
+
+// TraceLines returns the trace file's lines, each parsed as a JSON object.
+func (p *Process) TraceLines(t testing.TB) []map[string]any {
+	t.Helper()
+	return ReadJSONLines(t, p.Ready.Trace)
+}
+
+// ReadJSONLines parses every line of the file at path as a JSON object.
+func ReadJSONLines(t testing.TB, path string) []map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("trace line %q: %v", line, err)
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+// Response is a raw HTTP response.
+type Response struct {
+	Status int
+	// Header holds the headers with lower-cased names, values in order of appearance.
+	Header map[string][]string
+	Body   []byte
+	Raw    []byte
+}
+
+// Get returns the first value of the named header (any case), or "".
+func (r Response) Get(name string) string {
+	if v := r.Header[strings.ToLower(name)]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// Has reports whether the named header is present.
+func (r Response) Has(name string) bool { _, ok := r.Header[strings.ToLower(name)]; return ok }
+
+// JSON decodes the body as a JSON object.
+func (r Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(r.Body))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("body %q is not a JSON object: %v", r.Body, err)
+	}
+	return m
+}
+
+// Raw sends request bytes exactly as given to addr and reads until the server closes.
+func Raw(t testing.TB, addr, request string) Response {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatalf("reading the response: %v", err)
+	}
+	return Parse(t, raw)
+}
+
+// Request sends "<method> <target> HTTP/1.1" with a Host header and the given extra header
+// lines ("Name: value"), and returns the response.
+func Request(t testing.TB, addr, method, target string, headers ...string) Response {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, target, addr)
+	for _, h := range headers {
+		b.WriteString(h + "\r\n")
+	}
+	b.WriteString("\r\n")
+	return Raw(t, addr, b.String())
+}
+
+// Get sends a raw GET for target.
+func Get(t testing.TB, addr, target string, headers ...string) Response {
+	t.Helper()
+	return Request(t, addr, http.MethodGet, target, headers...)
+}
+
+// Parse splits a raw HTTP/1.1 response into status, headers and body, and checks that the
+// body's length matches content-length when one was sent.
+func Parse(t testing.TB, raw []byte) Response {
+	t.Helper()
+	head, body, ok := bytes.Cut(raw, []byte("\r\n\r\n"))
+	if !ok {
+		t.Fatalf("no header/body separator in %q", raw)
+	}
+	lines := strings.Split(string(head), "\r\n")
+	fields := strings.SplitN(lines[0], " ", 3)
+	if len(fields) < 2 {
+		t.Fatalf("bad status line %q", lines[0])
+	}
+	status, err := strconv.Atoi(fields[1])
+	if err != nil {
+		t.Fatalf("bad status line %q", lines[0])
+	}
+	r := Response{Status: status, Header: map[string][]string{}, Body: body, Raw: raw}
+	for _, line := range lines[1:] {
+		name, value, _ := strings.Cut(line, ":")
+		key := strings.ToLower(strings.TrimSpace(name))
+		r.Header[key] = append(r.Header[key], strings.TrimSpace(value))
+	}
+	if cl := r.Get("content-length"); cl != "" && cl != strconv.Itoa(len(body)) {
+		t.Fatalf("content-length %s but %d body bytes", cl, len(body))
+	}
+	return r
+}
+
+// Control sends one request to the control API over the Unix socket at path and returns the
+// status and the decoded JSON body.
+func Control(t testing.TB, path, method, route, body string) (int, map[string]any) {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", path)
+		},
+	}, Timeout: 60 * time.Second}
+	req, err := http.NewRequest(method, "http://control"+route, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("control %s %s: %v", method, route, err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("control %s %s answered a body that is not JSON: %v", method, route, err)
+	}
+	return resp.StatusCode, m
+}
+
+// RunCLI runs the binary with args and returns its exit status, stdout and stderr.
+func RunCLI(t testing.TB, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Env = append(cleanEnv(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatal(err)
+		}
+	}
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reading test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,71 @@
+package application_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/resplane/resplane/adapters/budget"
+	"github.com/resplane/resplane/adapters/clock"
+	"github.com/resplane/resplane/adapters/memfs"
+	tracefile "github.com/resplane/resplane/adapters/trace"
+	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/domain/containment"
+	"github.com/resplane/resplane/domain/generation"
+	dtrace "github.com/resplane/resplane/domain/trace"
+)
+
+// world is the application wired on the in-memory filesystem, a manual clock and a trace
+// recorder: everything a use case touches, under the test's control.
+type world struct {
+	fs      *memfs.FS
+	clock   *clock.Manual
+	trace   *tracefile.Recorder
+	session application.Session
+	reader  *application.Reader
+}
+
+var epoch = time.UnixMilli(1_755_950_000_000)
+
+func newWorld(t *testing.T, class containment.Class) *world {
+	t.Helper()
+	b, err := budget.New(64 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{
+		fs:      memfs.New("/srv/capsule"),
+		clock:   clock.NewManual(epoch),
+		trace:   &tracefile.Recorder{},
+		session: application.Session{Generation: &generation.Counter{}, Containment: class},
+		reader:  application.NewReader(b),
+	}
+}
+
+// write puts a file in the workdir, creating its directories.
+func (w *world) write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := w.fs.WriteFile(path, []byte(content), epoch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lastEvent returns the only event recorded so far of the given type.
+func (w *world) lastEvent(t *testing.T, eventType string) dtrace.Event {
+	t.Helper()
+	events := w.trace.OfType(eventType)
+	if len(events) == 0 {
+		t.Fatalf("no %s event recorded", eventType)
+	}
+	return events[len(events)-1]
+}
+
+// fields returns an event's fields as a map, and its keys in order.
+func fields(e dtrace.Event) (map[string]any, []string) {
+	m := map[string]any{}
+	var keys []string
+	for _, f := range e.Fields() {
+		m[f.Key] = f.Value
+		keys = append(keys, f.Key)
+	}
+	return m, keys
+}

@@ -1,0 +1,128 @@
+package application_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/resplane/resplane/adapters/budget"
+	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/domain/refusal"
+)
+
+// growingFile reports one size at open but yields more bytes, like a file appended to after
+// it was opened.
+type growingFile struct {
+	io.Reader
+	size int64
+}
+
+func (f *growingFile) Size() int64        { return f.size }
+func (f *growingFile) ModTime() time.Time { return epoch }
+func (f *growingFile) Path() string       { return "grow.log" }
+func (f *growingFile) Close() error       { return nil }
+
+func newReader(t *testing.T, total int64) (*application.Reader, *budget.Budget) {
+	t.Helper()
+	b, err := budget.New(total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return application.NewReader(b), b
+}
+
+func TestReaderHashesWhatItServesWhenTheFileGrows(t *testing.T) {
+	cases := []struct {
+		rule     string
+		size     int64
+		content  string
+		maxBytes int64
+		want     string // "" means too_large
+	}{
+		{"a file that grew but stays within max_bytes is served whole", 3, "abcdefgh", 10, "abcdefgh"},
+		{"a file that grew to exactly max_bytes is served", 2, "abcdefghij", 10, "abcdefghij"},
+		{"a file that grew past max_bytes is too large", 3, "abcdefghijk", 10, ""},
+		{"a file that shrank is served as read", 10, "abc", 10, "abc"},
+		{"an empty file is served", 0, "", 10, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			reader, _ := newReader(t, 1<<20)
+			body, err := reader.Read(context.Background(), &growingFile{strings.NewReader(tc.content), tc.size}, tc.maxBytes)
+			if tc.want == "" && tc.content != "" {
+				if !refusal.Is(err, refusal.TooLarge) {
+					t.Fatalf("Read = %v; want too_large", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer body.Release()
+			if string(body.Bytes) != tc.want || body.SHA256 != sha(tc.want) {
+				t.Fatalf("served %q (%s)", body.Bytes, body.SHA256)
+			}
+		})
+	}
+}
+
+func TestReaderNamesTheLimitOnTooLarge(t *testing.T) {
+	reader, _ := newReader(t, 1<<20)
+	_, err := reader.Read(context.Background(), &growingFile{strings.NewReader("12345"), 5}, 4)
+	r, ok := refusal.As(err)
+	if !ok || r.Code != refusal.TooLarge || !strings.Contains(r.Message, "4-byte") {
+		t.Fatalf("Read = %v; want too_large naming the 4-byte limit", err)
+	}
+}
+
+func TestReaderReturnsItsReservationOnRelease(t *testing.T) {
+	reader, b := newReader(t, 100)
+	body, err := reader.Read(context.Background(), &growingFile{strings.NewReader("0123456789"), 10}, 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := b.Reserve(ctx, 95); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the read's 11 bytes were not held: Reserve = %v", err)
+	}
+	body.Release()
+	body.Release() // a second release is harmless
+	if err := b.Reserve(context.Background(), 100); err != nil {
+		t.Fatalf("after Release the whole budget should be free: %v", err)
+	}
+}
+
+func TestReaderWaitsForBudgetAndGivesUpWithTheRequest(t *testing.T) {
+	reader, b := newReader(t, 8)
+	if err := b.Reserve(context.Background(), 8); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := reader.Read(ctx, &growingFile{strings.NewReader("abc"), 3}, 7)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Read = %v; want it to wait and then give up with its context", err)
+	}
+}
+
+// failingReader fails like a read from a file whose storage went away.
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: "/srv/capsule/out/grow.log", Err: syscall.EIO}
+}
+
+func TestReaderTurnsAReadFailureIntoAnIOErrorWithoutAPath(t *testing.T) {
+	reader, _ := newReader(t, 1<<20)
+	_, err := reader.Read(context.Background(), &growingFile{failingReader{}, 3}, 10)
+	r, ok := refusal.As(err)
+	if !ok || r.Code != refusal.IOError || !strings.Contains(r.Message, "input/output error") || strings.Contains(r.Message, "grow.log") {
+		t.Fatalf("Read = %v; want io_error with the OS text and no path", err)
+	}
+}

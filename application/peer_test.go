@@ -274,8 +274,8 @@ type memStaged struct {
 }
 
 func (in *memInbox) Stage(string) (ports.StagedFile, error) { return &memStaged{in: in}, nil }
-func (s *memStaged) Write(p []byte) (int, error)           { return s.buf.Write(p) }
-func (s *memStaged) Discard()                              { s.in.discarded++ }
+func (s *memStaged) Write(p []byte) (int, error)            { return s.buf.Write(p) }
+func (s *memStaged) Discard()                               { s.in.discarded++ }
 func (s *memStaged) Commit(name string) (string, error) {
 	s.in.stored[name] = s.buf.Bytes()
 	return "peer-in/" + name, nil

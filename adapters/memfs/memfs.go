@@ -1,0 +1,332 @@
+// Package memfs is an in-memory ports.ExportFS for tests: component tests run the whole
+// application on it, and the ports/porttest contract suite holds it to exactly the answers
+// adapters/osfs gives on a real filesystem.
+//
+// It resolves through domain/resolve, the same algorithm osfs uses, over a tree of
+// directories, regular files (bytes and a modification time), symlinks (relative, or absolute
+// against the fake absolute workdir path the FS is made with), FIFOs, sockets, device nodes
+// and entries without permissions (mode 000: a file that cannot be read, a directory that
+// cannot be searched or listed). It models the Linux behaviour osfs relies on: a name longer
+// than 255 bytes is io_error "file name too long", and permission failures are io_error
+// "permission denied".
+//
+// The mutators (Mkdir, WriteFile, Symlink, MakeFIFO, MakeSocket, MakeDevice, Deny, Remove) let
+// a test change the tree while the FS is in use; every method is safe for concurrent use.
+// WriteFile replaces a file with a new one, as a rename into place does, so a file already
+// opened keeps reading the bytes it was opened with.
+package memfs
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/resplane/resplane/domain/containment"
+	"github.com/resplane/resplane/domain/pathpolicy"
+	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/resolve"
+	"github.com/resplane/resplane/ports"
+)
+
+// nameMax is Linux's NAME_MAX: the longest name one directory entry can have.
+const nameMax = 255
+
+type kind uint8
+
+const (
+	kindDir kind = iota
+	kindFile
+	kindSymlink
+	kindFIFO
+	kindSocket
+	kindDevice
+)
+
+type node struct {
+	kind     kind
+	children map[string]*node // kindDir
+	data     []byte           // kindFile; never modified once set
+	mtime    time.Time        // kindFile
+	target   string           // kindSymlink
+	denied   bool             // mode 000
+}
+
+// FS is an in-memory workdir. Its zero value is not usable; call New.
+type FS struct {
+	mu      sync.RWMutex
+	workdir string
+	top     *node
+}
+
+var _ ports.ExportFS = (*FS)(nil)
+
+// New returns an empty workdir that pretends to live at workdir, an absolute, clean path such
+// as "/srv/capsule": absolute symlink targets are read against it.
+func New(workdir string) *FS {
+	return &FS{workdir: workdir, top: &node{kind: kindDir, children: map[string]*node{}}}
+}
+
+// OpenFile implements ports.ExportFS.
+func (m *FS) OpenFile(root string, rel pathpolicy.RelPath, class containment.Class) (ports.File, error) {
+	return resolve.Open(m.dir(m.top), m.workdir, root, rel.Components(), class.FollowsSymlinks(), m.open)
+}
+
+// Walk implements ports.ExportFS.
+func (m *FS) Walk(root string, class containment.Class, visit func(path string, f ports.File) error) error {
+	return resolve.Walk(m.dir(m.top), m.workdir, root, class.FollowsSymlinks(), m.open, visit)
+}
+
+// open opens the final component of a resolution as a real open(O_RDONLY|O_NOFOLLOW) would
+// answer: a symlink is refused, a denied file is permission denied, anything but a regular
+// file is not_a_regular_file, and a node other than the one resolved is refused.
+func (m *FS) open(r *resolve.Result) (ports.File, error) {
+	parent := r.Parent.(*dir).n
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if parent.denied {
+		return nil, denied()
+	}
+	n := parent.children[r.Name]
+	switch {
+	case n == nil:
+		return nil, refusal.New(refusal.NotFound)
+	case n.kind == kindSymlink:
+		return nil, refusal.New(refusal.SymlinkRefused)
+	case n.denied:
+		return nil, denied()
+	case n.kind != kindFile:
+		return nil, refusal.New(refusal.NotARegularFile)
+	case r.Node.ID != nil && r.Node.ID != n:
+		return nil, resolve.Replaced()
+	}
+	return &file{data: n.data, mtime: n.mtime, path: strings.Join(r.Path, "/")}, nil
+}
+
+func denied() error { return refusal.IO(syscall.EACCES.Error()) }
+
+// dir is a resolve.Dir over one directory node.
+type dir struct {
+	fs *FS
+	n  *node
+}
+
+func (m *FS) dir(n *node) *dir { return &dir{fs: m, n: n} }
+
+// child finds name in d the way a lookup in a real directory fails: no search permission
+// first, then a name too long, then a missing name.
+func (d *dir) child(name string) (*node, error) {
+	if d.n.denied {
+		return nil, denied()
+	}
+	if len(name) > nameMax {
+		return nil, refusal.IO(syscall.ENAMETOOLONG.Error())
+	}
+	n, ok := d.n.children[name]
+	if !ok {
+		return nil, refusal.New(refusal.NotFound)
+	}
+	return n, nil
+}
+
+// Lookup implements resolve.Dir.
+func (d *dir) Lookup(name string) (resolve.Node, error) {
+	d.fs.mu.RLock()
+	defer d.fs.mu.RUnlock()
+	n, err := d.child(name)
+	if err != nil {
+		return resolve.Node{}, err
+	}
+	switch n.kind {
+	case kindDir:
+		return resolve.Node{Kind: resolve.Directory, Dir: d.fs.dir(n)}, nil
+	case kindSymlink:
+		return resolve.Node{Kind: resolve.Symlink, Target: n.target}, nil
+	case kindFile:
+		return resolve.Node{Kind: resolve.Regular, ID: n}, nil
+	}
+	return resolve.Node{Kind: resolve.Other}, nil
+}
+
+// Entries implements resolve.Dir.
+func (d *dir) Entries() ([]resolve.Entry, error) {
+	d.fs.mu.RLock()
+	defer d.fs.mu.RUnlock()
+	if d.n.denied {
+		return nil, denied()
+	}
+	entries := make([]resolve.Entry, 0, len(d.n.children))
+	for name, n := range d.n.children {
+		k := resolve.Other
+		switch n.kind {
+		case kindDir:
+			k = resolve.Directory
+		case kindFile:
+			k = resolve.Regular
+		case kindSymlink:
+			k = resolve.Symlink
+		}
+		entries = append(entries, resolve.Entry{Name: name, Kind: k})
+	}
+	return entries, nil
+}
+
+// OpenDir implements resolve.Dir: like open(O_RDONLY|O_DIRECTORY|O_NOFOLLOW), it refuses
+// anything but a directory and a directory that cannot be read.
+func (d *dir) OpenDir(name string) (resolve.Dir, error) {
+	d.fs.mu.RLock()
+	defer d.fs.mu.RUnlock()
+	n, err := d.child(name)
+	switch {
+	case err != nil:
+		return nil, err
+	case n.kind != kindDir:
+		return nil, refusal.New(refusal.NotFound)
+	case n.denied:
+		return nil, denied()
+	}
+	return d.fs.dir(n), nil
+}
+
+// Close implements resolve.Dir; there is nothing to release.
+func (d *dir) Close() error { return nil }
+
+// file is an opened regular file: a snapshot of the node's bytes at open time.
+type file struct {
+	data   []byte
+	off    int
+	closed bool
+	mtime  time.Time
+	path   string
+}
+
+func (f *file) Read(p []byte) (int, error) {
+	if f.closed {
+		return 0, fs.ErrClosed
+	}
+	if f.off >= len(f.data) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.data[f.off:])
+	f.off += n
+	return n, nil
+}
+
+func (f *file) Close() error {
+	if f.closed {
+		return fs.ErrClosed
+	}
+	f.closed = true
+	return nil
+}
+
+func (f *file) Size() int64        { return int64(len(f.data)) }
+func (f *file) ModTime() time.Time { return f.mtime }
+func (f *file) Path() string       { return f.path }
+
+// Mkdir makes the directory p (relative to the workdir, "/"-separated) and any missing
+// parents. An existing directory is kept as it is; anything else at p is replaced.
+func (m *FS) Mkdir(p string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parent, name, err := m.parent(p)
+	if err != nil {
+		return err
+	}
+	if n, ok := parent.children[name]; ok && n.kind == kindDir {
+		return nil
+	}
+	parent.children[name] = &node{kind: kindDir, children: map[string]*node{}}
+	return nil
+}
+
+// WriteFile puts a new regular file holding data at p, replacing whatever was there, and
+// makes any missing parents.
+func (m *FS) WriteFile(p string, data []byte, mtime time.Time) error {
+	return m.put(p, &node{kind: kindFile, data: append([]byte(nil), data...), mtime: mtime})
+}
+
+// Symlink puts a symlink with the given target text at p, replacing whatever was there.
+func (m *FS) Symlink(target, p string) error {
+	return m.put(p, &node{kind: kindSymlink, target: target})
+}
+
+// MakeFIFO puts a FIFO at p, replacing whatever was there.
+func (m *FS) MakeFIFO(p string) error { return m.put(p, &node{kind: kindFIFO}) }
+
+// MakeSocket puts a Unix socket at p, replacing whatever was there.
+func (m *FS) MakeSocket(p string) error { return m.put(p, &node{kind: kindSocket}) }
+
+// MakeDevice puts a device node at p, replacing whatever was there.
+func (m *FS) MakeDevice(p string) error { return m.put(p, &node{kind: kindDevice}) }
+
+// Deny takes every permission from the entry at p (not following a symlink there): a file
+// can no longer be read, a directory no longer searched or listed.
+func (m *FS) Deny(p string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parent, name, err := m.parent(p)
+	if err != nil {
+		return err
+	}
+	n, ok := parent.children[name]
+	if !ok {
+		return fmt.Errorf("memfs: deny %s: no such entry", p)
+	}
+	n.denied = true
+	return nil
+}
+
+// Remove removes the entry at p, a directory with everything beneath it.
+func (m *FS) Remove(p string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parent, name, err := m.parent(p)
+	if err != nil {
+		return err
+	}
+	if _, ok := parent.children[name]; !ok {
+		return fmt.Errorf("memfs: remove %s: no such entry", p)
+	}
+	delete(parent.children, name)
+	return nil
+}
+
+func (m *FS) put(p string, n *node) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parent, name, err := m.parent(p)
+	if err != nil {
+		return err
+	}
+	parent.children[name] = n
+	return nil
+}
+
+// parent returns the directory that holds p and p's last name, making missing parents. It
+// never follows a symlink: a parent that exists as anything but a directory is an error.
+// The caller holds m.mu for writing.
+func (m *FS) parent(p string) (*node, string, error) {
+	names := strings.Split(p, "/")
+	for _, name := range names {
+		if name == "" || name == "." || name == ".." {
+			return nil, "", fmt.Errorf("memfs: %q is not a relative path of plain names", p)
+		}
+	}
+	d := m.top
+	for _, name := range names[:len(names)-1] {
+		c, ok := d.children[name]
+		if !ok {
+			c = &node{kind: kindDir, children: map[string]*node{}}
+			d.children[name] = c
+		}
+		if c.kind != kindDir {
+			return nil, "", fmt.Errorf("memfs: %s: %s is not a directory", p, name)
+		}
+		d = c
+	}
+	return d, names[len(names)-1], nil
+}

@@ -1,0 +1,59 @@
+package memfs_test
+
+import (
+	"testing"
+
+	"github.com/resplane/resplane/adapters/memfs"
+	"github.com/resplane/resplane/ports/porttest"
+)
+
+// workdir is where the in-memory tree pretends to live.
+const workdir = "/srv/capsule/wd"
+
+func TestExportFSContract(t *testing.T) {
+	porttest.RunExportFS(t, build)
+}
+
+// build makes the layout in a fresh in-memory workdir. Entries outside the workdir are left
+// out: memfs has no outside, and every path that leaves the workdir is refused before any
+// lookup.
+func build(t *testing.T, layout porttest.Layout) porttest.Fixture {
+	m := memfs.New(workdir)
+	apply := func(l porttest.Layout) {
+		t.Helper()
+		entries := l.Entries(workdir)
+		for _, e := range entries {
+			if e.Outside() {
+				continue
+			}
+			if err := create(m, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := len(entries) - 1; i >= 0; i-- {
+			if e := entries[i]; e.Denied && !e.Outside() {
+				if err := m.Deny(e.Path); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	apply(layout)
+	return porttest.Fixture{FS: m, Workdir: workdir, Apply: apply}
+}
+
+func create(m *memfs.FS, e porttest.Entry) error {
+	switch e.Kind {
+	case porttest.Dir:
+		return m.Mkdir(e.Path)
+	case porttest.Symlink:
+		return m.Symlink(e.Target, e.Path)
+	case porttest.FIFO:
+		return m.MakeFIFO(e.Path)
+	case porttest.Socket:
+		return m.MakeSocket(e.Path)
+	case porttest.Device:
+		return m.MakeDevice(e.Path)
+	}
+	return m.WriteFile(e.Path, []byte(e.Data), porttest.MTime)
+}

@@ -1,0 +1,173 @@
+package osfs
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/resplane/resplane/domain/resolve"
+)
+
+// dirFD is a resolve.Dir over one directory descriptor. Every method acts relative to the
+// descriptor and never follows a symlink.
+type dirFD struct {
+	fd int
+	// pathOnly marks an O_PATH descriptor: it anchors lookups but cannot be read, so
+	// Entries opens the directory again for reading.
+	pathOnly bool
+}
+
+// Lookup opens name with O_PATH|O_NOFOLLOW, which opens nothing for reading (a FIFO or
+// device is not touched) and, on a symlink, yields the link itself, whose text is then read
+// from that same descriptor.
+func (d *dirFD) Lookup(name string) (resolve.Node, error) {
+	fd, err := retry(func() (int, error) {
+		return unix.Openat(d.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return resolve.Node{}, refuse(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return resolve.Node{}, refuse(err)
+	}
+	switch kind := kindOfMode(st.Mode); kind {
+	case resolve.Directory:
+		return resolve.Node{Kind: kind, Dir: &dirFD{fd: fd, pathOnly: true}}, nil
+	case resolve.Symlink:
+		target, err := readlink(fd)
+		unix.Close(fd)
+		if err != nil {
+			return resolve.Node{}, refuse(err)
+		}
+		return resolve.Node{Kind: kind, Target: target}, nil
+	case resolve.Regular:
+		unix.Close(fd)
+		return resolve.Node{Kind: kind, ID: idOf(&st)}, nil
+	default:
+		unix.Close(fd)
+		return resolve.Node{Kind: kind}, nil
+	}
+}
+
+// Entries reads the directory with getdents64, taking each entry's kind from d_type (and
+// from fstatat without following, on a filesystem that does not fill d_type in).
+func (d *dirFD) Entries() ([]resolve.Entry, error) {
+	fd := d.fd
+	if d.pathOnly {
+		rfd, err := retry(func() (int, error) {
+			return unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		})
+		if err != nil {
+			return nil, refuse(err)
+		}
+		defer unix.Close(rfd)
+		fd = rfd
+	}
+	var entries []resolve.Entry
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := retry(func() (int, error) { return unix.Getdents(fd, buf) })
+		if err != nil {
+			return nil, refuse(err)
+		}
+		if n <= 0 {
+			return entries, nil
+		}
+		entries = appendDirents(entries, fd, buf[:n])
+	}
+}
+
+// The layout of struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1),
+// then the NUL-terminated name, padded to d_reclen.
+const (
+	direntReclen = 16
+	direntType   = 18
+	direntName   = 19
+)
+
+func appendDirents(entries []resolve.Entry, dirfd int, buf []byte) []resolve.Entry {
+	for len(buf) >= direntName {
+		reclen := int(binary.NativeEndian.Uint16(buf[direntReclen:]))
+		if reclen < direntName || reclen > len(buf) {
+			break
+		}
+		name := buf[direntName:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		typ := buf[direntType]
+		buf = buf[reclen:]
+		if string(name) == "." || string(name) == ".." {
+			continue
+		}
+		kind := kindOfDirent(typ)
+		if kind == 0 {
+			var st unix.Stat_t
+			if err := unix.Fstatat(dirfd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				continue // vanished since it was read
+			}
+			kind = kindOfMode(st.Mode)
+		}
+		entries = append(entries, resolve.Entry{Name: string(name), Kind: kind})
+	}
+	return entries
+}
+
+// OpenDir opens name for listing with O_RDONLY|O_DIRECTORY|O_NOFOLLOW: a symlink, or
+// anything else that is not a directory, fails.
+func (d *dirFD) OpenDir(name string) (resolve.Dir, error) {
+	fd, err := retry(func() (int, error) {
+		return unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return nil, refuse(err)
+	}
+	return &dirFD{fd: fd}, nil
+}
+
+// Close closes the descriptor.
+func (d *dirFD) Close() error { return unix.Close(d.fd) }
+
+// readlink reads the text of the symlink fd was opened on (O_PATH|O_NOFOLLOW).
+func readlink(fd int) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(fd, "", buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+func kindOfMode(mode uint32) resolve.Kind {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return resolve.Directory
+	case unix.S_IFREG:
+		return resolve.Regular
+	case unix.S_IFLNK:
+		return resolve.Symlink
+	}
+	return resolve.Other
+}
+
+// kindOfDirent maps d_type; 0 means the filesystem did not say (DT_UNKNOWN).
+func kindOfDirent(typ uint8) resolve.Kind {
+	switch typ {
+	case unix.DT_UNKNOWN:
+		return 0
+	case unix.DT_DIR:
+		return resolve.Directory
+	case unix.DT_REG:
+		return resolve.Regular
+	case unix.DT_LNK:
+		return resolve.Symlink
+	}
+	return resolve.Other
+}

@@ -1,0 +1,259 @@
+// Package osfs serves export roots from the real filesystem (Linux only): it implements
+// ports.ExportFS, and ports.RootLocator for the launch check.
+//
+// An FS holds one descriptor of the workdir, opened by New, and resolves every name relative
+// to a descriptor it holds, never by reading a path string again. At every call the declared
+// export root is resolved beneath the workdir descriptor (following symlinks, refusing any
+// step out of the workdir), and the requested path beneath the root by the class rule of
+// contract §3.2. Both use domain/resolve, the algorithm adapters/memfs shares.
+//
+// A path without symlinks is opened in two openat2 calls resolving root and path together
+// with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS: first an O_PATH descriptor
+// whose fstat decides the file type, then, for a regular file only, the read descriptor,
+// which must be the same inode. When the kernel meets a symlink (ELOOP), or openat2 is
+// unavailable (ENOSYS, or EPERM under a seccomp filter, after which the FS stops trying it),
+// resolution walks one component at a time: openat(O_PATH|O_NOFOLLOW) relative to the
+// directory descriptor above, fstat, readlinkat on the link's own descriptor. The final
+// regular file is opened relative to its held parent descriptor with
+// O_RDONLY|O_NOFOLLOW|O_NONBLOCK and must again be the inode that was looked up. Listing
+// descends only through directories opened with O_RDONLY|O_DIRECTORY|O_NOFOLLOW relative to
+// their parent's descriptor, so a directory swapped for a symlink fails closed.
+//
+// What this guarantees: no concurrent rename, symlink swap or directory exchange can make a
+// call open a file by a route that leaves the root; a race turns into a refusal (possibly
+// io_error), never into an outside file, for reads and listings alike. A FIFO, socket or
+// device node is never opened: resolution learns the type from an O_PATH descriptor, a
+// listing from the directory entry, and every read open is O_NONBLOCK, so no call blocks on
+// a FIFO. Size and
+// modification time come from the descriptor the bytes are read from. Refusals never carry
+// a host path.
+//
+// What it does not guarantee:
+//
+//   - Hard links are invisible to any path check. A hard link inside the root to a file
+//     stored elsewhere is the same file as the one elsewhere, and it is served.
+//   - A directory moved out of the root while a call holds its descriptor (mid-resolution,
+//     or mid-listing) is followed to its new place: the call may still open a file beneath
+//     it. Arranging that takes write access both inside the root and at the destination.
+//   - Mount points are crossed: a filesystem mounted beneath the root is part of it.
+//   - A regular file swapped for a device node in the instant between the type check and
+//     the read open may be opened (and is then closed unread); creating a device node
+//     inside the root takes CAP_MKNOD.
+//   - Absolute symlinks are judged against the workdir's canonical path as New recorded it.
+//     If the workdir is later moved, absolute links inside it are refused (outside_root);
+//     nothing outside becomes reachable.
+//   - The FS reads with the process's own credentials; it does not stand between users.
+//
+// An FS is safe for concurrent use.
+package osfs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/resplane/resplane/domain/containment"
+	"github.com/resplane/resplane/domain/pathpolicy"
+	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/resolve"
+	"github.com/resplane/resplane/ports"
+)
+
+// FS is the workdir of one capsule on the real filesystem.
+type FS struct {
+	wd     *dirFD // the workdir, O_PATH; never closed before Close
+	wdPath string // its canonical absolute path, for absolute symlink targets
+	// openat2 is false once openat2 was found unavailable, or disabled by WithoutOpenat2.
+	openat2 atomic.Bool
+}
+
+var _ ports.ExportFS = (*FS)(nil)
+
+// Option configures New.
+type Option func(*FS)
+
+// WithoutOpenat2 makes the FS resolve every path one component at a time, as it does on a
+// kernel without openat2, so tests can hold that path to the same contract.
+func WithoutOpenat2() Option {
+	return func(fs *FS) { fs.openat2.Store(false) }
+}
+
+// New opens the workdir, which must exist, and records its canonical absolute path. The
+// caller must Close the FS.
+func New(workdir string, opts ...Option) (*FS, error) {
+	abs, err := filepath.Abs(workdir)
+	if err != nil {
+		return nil, fmt.Errorf("osfs: workdir: %w", err)
+	}
+	canon, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("osfs: workdir: %w", err)
+	}
+	fd, err := retry(func() (int, error) {
+		return unix.Open(canon, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("osfs: open workdir %s: %w", canon, err)
+	}
+	fs := &FS{wd: &dirFD{fd: fd, pathOnly: true}, wdPath: canon}
+	fs.openat2.Store(true)
+	for _, opt := range opts {
+		opt(fs)
+	}
+	return fs, nil
+}
+
+// Close releases the workdir descriptor. Calls after Close fail with io_error.
+func (fs *FS) Close() error { return fs.wd.Close() }
+
+// OpenFile implements ports.ExportFS.
+func (fs *FS) OpenFile(root string, rel pathpolicy.RelPath, class containment.Class) (ports.File, error) {
+	if fs.openat2.Load() {
+		if f, done, err := fs.openFast(root+"/"+rel.String(), rel.String()); done {
+			return f, err
+		}
+	}
+	return resolve.Open(fs.wd, fs.wdPath, root, rel.Components(), class.FollowsSymlinks(), openLeaf)
+}
+
+// Walk implements ports.ExportFS.
+func (fs *FS) Walk(root string, class containment.Class, visit func(path string, f ports.File) error) error {
+	return resolve.Walk(fs.wd, fs.wdPath, root, class.FollowsSymlinks(), openLeaf, visit)
+}
+
+// beneath is how every openat2 call resolves: never out of the workdir, through no symlink
+// at all (the last component included) and no /proc magic link.
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// openFast opens wdRel, the root and the path beneath it joined, when no symlink is on it:
+// a symlink-free path relative to the workdir that resolves beneath it cannot be anything
+// but the root's path followed by the requested one, and every class serves it. done is
+// false when the caller must resolve component by component instead: the kernel met a
+// symlink, or openat2 is unavailable. path is the file's canonical path beneath the root.
+func (fs *FS) openFast(wdRel, path string) (f ports.File, done bool, err error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath}
+	pfd, err := retry(func() (int, error) { return unix.Openat2(fs.wd.fd, wdRel, &how) })
+	switch err {
+	case nil:
+	case unix.ELOOP:
+		return nil, false, nil
+	case unix.ENOSYS, unix.EPERM:
+		// No openat2 here, or a seccomp filter refusing it; an O_PATH open checks no
+		// permission of the file itself, so EPERM cannot be about the file.
+		fs.openat2.Store(false)
+		return nil, false, nil
+	default:
+		return nil, true, refuse(err)
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return nil, true, refuse(err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFLNK:
+		// O_PATH|O_NOFOLLOW opens a final symlink itself rather than failing ELOOP.
+		return nil, false, nil
+	default:
+		return nil, true, refusal.New(refusal.NotARegularFile)
+	}
+	how.Flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	fd, err := retry(func() (int, error) { return unix.Openat2(fs.wd.fd, wdRel, &how) })
+	if err != nil {
+		return nil, true, refuse(err)
+	}
+	f, err = newFile(fd, idOf(&st), path)
+	return f, true, err
+}
+
+// openLeaf opens the regular file a resolution ended on, relative to its held parent
+// descriptor, never following a symlink and never blocking.
+func openLeaf(r *resolve.Result) (ports.File, error) {
+	parent := r.Parent.(*dirFD)
+	fd, err := retry(func() (int, error) {
+		return unix.Openat(parent.fd, r.Name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return nil, refuse(err)
+	}
+	return newFile(fd, r.Node.ID, strings.Join(r.Path, "/"))
+}
+
+// newFile takes ownership of fd, a read descriptor, and returns it as a File if it is a
+// regular file and, when want is set, the inode that was resolved.
+func newFile(fd int, want any, path string) (ports.File, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, refuse(err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		unix.Close(fd)
+		return nil, refusal.New(refusal.NotARegularFile)
+	case want != nil && want != idOf(&st):
+		unix.Close(fd)
+		return nil, resolve.Replaced()
+	}
+	return &file{
+		f:     os.NewFile(uintptr(fd), path),
+		size:  st.Size,
+		mtime: time.Unix(st.Mtim.Unix()),
+		path:  path,
+	}, nil
+}
+
+// fileID identifies an inode.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(st *unix.Stat_t) fileID { return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)} }
+
+// file is an open regular file; size and mtime were read from its own descriptor.
+type file struct {
+	f     *os.File
+	size  int64
+	mtime time.Time
+	path  string
+}
+
+func (f *file) Read(p []byte) (int, error) { return f.f.Read(p) }
+func (f *file) Close() error               { return f.f.Close() }
+func (f *file) Size() int64                { return f.size }
+func (f *file) ModTime() time.Time         { return f.mtime }
+func (f *file) Path() string               { return f.path }
+
+// refuse maps a system call's failure to the refusal the contract gives it. The io_error
+// text is the errno's description alone: no number, no path.
+func refuse(err error) error {
+	errno, ok := err.(unix.Errno)
+	if !ok {
+		return refusal.New(refusal.IOError)
+	}
+	switch errno {
+	case unix.ENOENT, unix.ENOTDIR:
+		return refusal.New(refusal.NotFound)
+	case unix.ELOOP:
+		return refusal.New(refusal.SymlinkRefused)
+	case unix.ENXIO, unix.ENODEV, unix.EOPNOTSUPP:
+		return refusal.New(refusal.NotARegularFile)
+	case unix.EXDEV:
+		return refusal.New(refusal.OutsideRoot)
+	}
+	return refusal.IO(errno.Error())
+}
+
+// retry repeats a system call a signal interrupted (EINTR), as the os package does.
+func retry(call func() (int, error)) (int, error) {
+	for {
+		n, err := call()
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}

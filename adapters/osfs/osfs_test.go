@@ -1,0 +1,268 @@
+package osfs_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/resplane/resplane/adapters/osfs"
+	"github.com/resplane/resplane/domain/containment"
+	"github.com/resplane/resplane/domain/pathpolicy"
+	"github.com/resplane/resplane/ports"
+	"github.com/resplane/resplane/ports/porttest"
+)
+
+// modes are the two ways an FS resolves: openat2 first, and component by component only, as
+// on a kernel without openat2. Both must give the contract's answers.
+var modes = []struct {
+	name string
+	opts []osfs.Option
+}{
+	{"openat2", nil},
+	{"per-component", []osfs.Option{osfs.WithoutOpenat2()}},
+}
+
+func TestExportFSContract(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			porttest.RunExportFS(t, builder(m.opts...))
+		})
+	}
+}
+
+// builder makes each layout under a fresh temporary directory: the workdir is <tmp>/wd, and
+// entries starting with "../" land beside it, outside the workdir.
+func builder(opts ...osfs.Option) porttest.Builder {
+	return func(t *testing.T, layout porttest.Layout) porttest.Fixture {
+		t.Helper()
+		base, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		wd := filepath.Join(base, "wd")
+		if err := os.Mkdir(wd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		apply := func(l porttest.Layout) {
+			t.Helper()
+			applyLayout(t, wd, l)
+		}
+		apply(layout)
+		fs, err := osfs.New(wd, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fs.Close() })
+		return porttest.Fixture{FS: enforcingPermissions(t, fs, layout), Workdir: wd, Apply: apply}
+	}
+}
+
+func applyLayout(t *testing.T, wd string, l porttest.Layout) {
+	t.Helper()
+	entries := l.Entries(wd)
+	for _, e := range entries {
+		p := filepath.Join(wd, filepath.FromSlash(e.Path))
+		if fi, err := os.Lstat(p); err == nil && !(e.Kind == porttest.Dir && fi.IsDir()) {
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := create(t, p, e); err != nil {
+			t.Fatalf("layout %s: %v", e.Path, err)
+		}
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		if e := entries[i]; e.Denied {
+			p := filepath.Join(wd, filepath.FromSlash(e.Path))
+			if err := os.Chmod(p, 0); err != nil {
+				t.Fatal(err)
+			}
+			// Give permissions back so the temporary directory can be removed.
+			t.Cleanup(func() { os.Chmod(p, 0o700) })
+		}
+	}
+}
+
+func create(t *testing.T, p string, e porttest.Entry) error {
+	switch e.Kind {
+	case porttest.Dir:
+		return os.MkdirAll(p, 0o755)
+	case porttest.Symlink:
+		return os.Symlink(e.Target, p)
+	case porttest.FIFO:
+		return unix.Mkfifo(p, 0o644)
+	case porttest.Socket:
+		return makeSocket(p)
+	case porttest.Device:
+		err := unix.Mknod(p, unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3)))
+		if errors.Is(err, unix.EPERM) {
+			t.Skip("making a device node needs CAP_MKNOD, which this test process lacks")
+		}
+		return err
+	}
+	if err := os.WriteFile(p, []byte(e.Data), 0o644); err != nil {
+		return err
+	}
+	return os.Chtimes(p, porttest.MTime, porttest.MTime)
+}
+
+// makeSocket binds a Unix socket in a short temporary directory (a socket path is limited to
+// about 100 bytes) and moves it into place; the file stays after its socket is closed.
+func makeSocket(p string) error {
+	dir, err := os.MkdirTemp("", "sock")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	s := filepath.Join(dir, "s")
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: s}); err != nil {
+		return err
+	}
+	return os.Rename(s, p)
+}
+
+// enforcingPermissions returns fs such that mode 000 entries are refused even when the tests
+// run as root (as they do in CI): root's CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH bypass
+// permission bits, so each call then runs on a thread that has dropped both from its
+// effective set (capabilities are per thread). Where they cannot be dropped, a layout with
+// denied entries is skipped.
+func enforcingPermissions(t *testing.T, fs ports.ExportFS, layout porttest.Layout) ports.ExportFS {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return fs
+	}
+	if err := withoutDAC(func() {}); err != nil {
+		for _, e := range layout.Entries("") {
+			if e.Denied {
+				t.Skipf("running as root without the means to drop CAP_DAC_OVERRIDE (%v): permission bits are not enforced", err)
+			}
+		}
+		return fs
+	}
+	return unprivileged{fs}
+}
+
+type unprivileged struct{ fs ports.ExportFS }
+
+func (u unprivileged) OpenFile(root string, rel pathpolicy.RelPath, class containment.Class) (f ports.File, err error) {
+	mustWithoutDAC(func() { f, err = u.fs.OpenFile(root, rel, class) })
+	return f, err
+}
+
+func (u unprivileged) Walk(root string, class containment.Class, visit func(string, ports.File) error) (err error) {
+	mustWithoutDAC(func() { err = u.fs.Walk(root, class, visit) })
+	return err
+}
+
+func mustWithoutDAC(fn func()) {
+	if err := withoutDAC(fn); err != nil {
+		panic(err) // it worked when the fixture was made
+	}
+}
+
+// withoutDAC runs fn on the current thread with CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH
+// lowered, then raises them again.
+func withoutDAC(fn func()) error {
+	runtime.LockOSThread()
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var caps [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &caps[0]); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	saved := caps
+	caps[0].Effective &^= 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH
+	if err := unix.Capset(&hdr, &caps[0]); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	fn()
+	if err := unix.Capset(&hdr, &saved[0]); err != nil {
+		// The thread stays locked, so it ends with its goroutine instead of going back to
+		// the runtime without its capabilities.
+		return err
+	}
+	runtime.UnlockOSThread()
+	return nil
+}
+
+func TestNewRequiresAnExistingWorkdir(t *testing.T) {
+	if _, err := osfs.New(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Fatal("New on a missing workdir succeeded")
+	}
+}
+
+func TestNewCanonicalisesASymlinkedWorkdir(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(base, "real")
+	applyLayout(t, base, porttest.Layout{"real/out/a.txt": "A", "real/out/abs -> " + store + "/out/a.txt": "", "wd -> real": ""})
+	fs, err := osfs.New(filepath.Join(base, "wd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	rel, _ := pathpolicy.Parse("abs")
+	f, err := fs.OpenFile("out", rel, containment.Sealed)
+	if err != nil {
+		t.Fatalf("an absolute link naming the canonical workdir was refused: %v", err)
+	}
+	defer f.Close()
+	if f.Path() != "a.txt" {
+		t.Errorf("Path() = %q, want a.txt", f.Path())
+	}
+}
+
+// TestNoDescriptorLeaks runs every kind of answer, in both modes, and checks that the
+// process holds no more descriptors afterwards than before.
+func TestNoDescriptorLeaks(t *testing.T) {
+	layout := porttest.Layout{
+		"out/a.txt": "A", "out/d/b.txt": "B", "out/l -> d/b.txt": "", "out/dl -> d": "", "out/self -> .": "",
+		"out/x -> ../secret": "", "out/loop -> loop": "", "out/dangling -> nowhere": "", "out/pipe|": "",
+		"out/locked.txt !": "L", "secret": "S",
+	}
+	paths := []string{"a.txt", "d/b.txt", "l", "dl", "self", "self/a.txt", "x", "loop", "dangling", "pipe",
+		"locked.txt", "a.txt/b", "d", "missing", "d/missing/x"}
+	count := func() int {
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("needs /proc/self/fd to count descriptors")
+		}
+		return len(entries)
+	}
+	for _, m := range modes {
+		fx := builder(m.opts...)(t, layout)
+		before := count()
+		for _, class := range []containment.Class{containment.Advisory, containment.Scoped, containment.Sealed} {
+			for _, p := range paths {
+				rel, err := pathpolicy.Parse(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f, err := fx.FS.OpenFile("out", rel, class); err == nil {
+					f.Close()
+				}
+			}
+			for _, root := range []string{"out", "missing", "out/a.txt", "out/self"} {
+				_ = fx.FS.Walk(root, class, func(string, ports.File) error { return nil })
+			}
+		}
+		if after := count(); after != before {
+			t.Errorf("%s: %d descriptors open before, %d after", m.name, before, after)
+		}
+	}
+}

@@ -1,0 +1,436 @@
+package resolve
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/resplane/resplane/domain/refusal"
+)
+
+// fakeFS is a tiny in-test tree: "a/b.txt" is a file whose content is the map value,
+// "a/link -> target" a symlink, "a/dir/" an empty directory, "a/pipe|" a FIFO and
+// "a/denied/ !" a directory whose contents cannot be read.
+type fakeFS struct {
+	top  *fakeNode
+	open int // directories opened and not yet closed
+}
+
+type fakeNode struct {
+	kind     Kind
+	content  string
+	target   string
+	denied   bool
+	children map[string]*fakeNode
+}
+
+func newFake(t *testing.T, layout map[string]string) *fakeFS {
+	t.Helper()
+	fs := &fakeFS{top: &fakeNode{kind: Directory, children: map[string]*fakeNode{}}}
+	for key, content := range layout {
+		n := &fakeNode{kind: Regular, content: content}
+		p := key
+		switch {
+		case strings.Contains(key, " -> "):
+			p, n.target, _ = strings.Cut(key, " -> ")
+			n.kind = Symlink
+		case strings.HasSuffix(key, "/ !"):
+			p = strings.TrimSuffix(key, "/ !")
+			n = &fakeNode{kind: Directory, denied: true, children: map[string]*fakeNode{}}
+		case strings.HasSuffix(key, "/"):
+			p = strings.TrimSuffix(key, "/")
+			n = &fakeNode{kind: Directory, children: map[string]*fakeNode{}}
+		case strings.HasSuffix(key, "|"):
+			p = strings.TrimSuffix(key, "|")
+			n.kind = Other
+		}
+		fs.put(t, p, n)
+	}
+	return fs
+}
+
+func (fs *fakeFS) put(t *testing.T, p string, n *fakeNode) {
+	t.Helper()
+	names := strings.Split(p, "/")
+	d := fs.top
+	for _, name := range names[:len(names)-1] {
+		c, ok := d.children[name]
+		if !ok {
+			c = &fakeNode{kind: Directory, children: map[string]*fakeNode{}}
+			d.children[name] = c
+		}
+		if c.kind != Directory {
+			t.Fatalf("layout: %s is not a directory", name)
+		}
+		d = c
+	}
+	last := names[len(names)-1]
+	if old, ok := d.children[last]; ok && old.kind == Directory && n.kind == Directory {
+		old.denied = old.denied || n.denied
+		return
+	}
+	d.children[last] = n
+}
+
+func (fs *fakeFS) dir(n *fakeNode) *fakeDir {
+	fs.open++
+	return &fakeDir{fs: fs, n: n}
+}
+
+type fakeDir struct {
+	fs     *fakeFS
+	n      *fakeNode
+	closed bool
+}
+
+func (d *fakeDir) Lookup(name string) (Node, error) {
+	if name == "" || name == "." || name == ".." {
+		panic("Lookup(" + name + ")")
+	}
+	if d.n.denied {
+		return Node{}, refusal.IO("permission denied")
+	}
+	c, ok := d.n.children[name]
+	if !ok {
+		return Node{}, refusal.New(refusal.NotFound)
+	}
+	switch c.kind {
+	case Directory:
+		return Node{Kind: Directory, Dir: d.fs.dir(c)}, nil
+	case Symlink:
+		return Node{Kind: Symlink, Target: c.target}, nil
+	}
+	return Node{Kind: c.kind, ID: c}, nil
+}
+
+func (d *fakeDir) Entries() ([]Entry, error) {
+	if d.n.denied {
+		return nil, refusal.IO("permission denied")
+	}
+	var es []Entry
+	for name, c := range d.n.children {
+		es = append(es, Entry{Name: name, Kind: c.kind})
+	}
+	return es, nil
+}
+
+func (d *fakeDir) OpenDir(name string) (Dir, error) {
+	c, ok := d.n.children[name]
+	if !ok || c.kind != Directory {
+		return nil, refusal.New(refusal.NotFound)
+	}
+	return d.fs.dir(c), nil
+}
+
+func (d *fakeDir) Close() error {
+	if d.closed {
+		panic("directory closed twice")
+	}
+	d.closed = true
+	d.fs.open--
+	return nil
+}
+
+type fakeFile struct {
+	content string
+	path    string
+}
+
+func (fakeFile) Close() error { return nil }
+
+func (fs *fakeFS) openLeaf(r *Result) (fakeFile, error) {
+	parent := r.Parent.(*fakeDir)
+	if parent.closed {
+		panic("leaf opened through a closed directory")
+	}
+	n := parent.n.children[r.Name]
+	if n == nil || n != r.Node.ID && r.Node.ID != nil || n.kind != Regular {
+		return fakeFile{}, errors.New("leaf changed")
+	}
+	return fakeFile{content: n.content, path: strings.Join(r.Path, "/")}, nil
+}
+
+const workdir = "/srv/wd"
+
+type outcome struct {
+	code    refusal.Code
+	content string
+	path    string
+}
+
+func served(content, path string) outcome { return outcome{content: content, path: path} }
+func refused(code refusal.Code) outcome   { return outcome{code: code} }
+
+func TestOpenClassRule(t *testing.T) {
+	chain := func(n int) map[string]string {
+		l := map[string]string{"out/a.txt": "A"}
+		for i := range n {
+			target := "a.txt"
+			if i < n-1 {
+				target = "l" + strconv.Itoa(i+1)
+			}
+			l["out/l"+strconv.Itoa(i)+" -> "+target] = ""
+		}
+		return l
+	}
+	cases := []struct {
+		rule   string
+		layout map[string]string
+		root   string
+		path   string
+		follow outcome
+		scoped outcome
+	}{
+		{"a regular file is served", map[string]string{"out/a.txt": "A"}, "out", "a.txt",
+			served("A", "a.txt"), served("A", "a.txt")},
+		{"a nested file is served", map[string]string{"out/d/e/f.txt": "F"}, "out", "d/e/f.txt",
+			served("F", "d/e/f.txt"), served("F", "d/e/f.txt")},
+		{"a missing name is not_found", map[string]string{"out/a.txt": "A"}, "out", "b.txt",
+			refused(refusal.NotFound), refused(refusal.NotFound)},
+		{"a file used as a directory is not_found", map[string]string{"out/a.txt": "A"}, "out", "a.txt/b",
+			refused(refusal.NotFound), refused(refusal.NotFound)},
+		{"a relative link inside the root is followed, and refused under scoped",
+			map[string]string{"out/a.txt": "A", "out/l -> a.txt": ""}, "out", "l",
+			served("A", "a.txt"), refused(refusal.SymlinkRefused)},
+		{"a link may climb within the root", map[string]string{"out/a.txt": "A", "out/d/l -> ../a.txt": ""}, "out", "d/l",
+			served("A", "a.txt"), refused(refusal.SymlinkRefused)},
+		{"an absolute link inside the root is followed",
+			map[string]string{"out/d/a.txt": "A", "out/l -> /srv/wd/out/d/a.txt": ""}, "out", "l",
+			served("A", "d/a.txt"), refused(refusal.SymlinkRefused)},
+		{"an absolute link may spell the root with extra slashes and dots",
+			map[string]string{"out/a.txt": "A", "out/l -> //srv/./wd//out/./a.txt": ""}, "out", "l",
+			served("A", "a.txt"), refused(refusal.SymlinkRefused)},
+		{"an absolute link into the workdir but outside the root is outside_root",
+			map[string]string{"secret": "S", "out/l -> /srv/wd/secret": ""}, "out", "l",
+			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
+		{"an absolute link whose prefix is not the canonical root is outside_root even if it comes back",
+			map[string]string{"out/a.txt": "A", "out/l -> /srv/wd/x/../out/a.txt": ""}, "out", "l",
+			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
+		{"an absolute link to an ancestor of the root is outside_root",
+			map[string]string{"out/a.txt": "A", "out/l -> /srv": ""}, "out", "l/wd/out/a.txt",
+			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
+		{"an absolute link that leaves after matching the root is outside_root",
+			map[string]string{"out/a.txt": "A", "out/l -> /srv/wd/out/../out/a.txt": ""}, "out", "l",
+			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
+		{"a link leaving the root and coming back is outside_root",
+			map[string]string{"out/a.txt": "A", "out/l -> ../out/a.txt": ""}, "out", "l",
+			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
+		{"a link to a missing target outside the root is outside_root",
+			map[string]string{"out/l -> ../../nowhere/x": ""}, "out", "l",
+			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
+		{"an intermediate symlinked directory is followed",
+			map[string]string{"out/real/b.txt": "B", "out/d -> real": ""}, "out", "d/b.txt",
+			served("B", "real/b.txt"), refused(refusal.SymlinkRefused)},
+		{"a dangling link is not_found, and symlink_refused under scoped",
+			map[string]string{"out/l -> nowhere": ""}, "out", "l",
+			refused(refusal.NotFound), refused(refusal.SymlinkRefused)},
+		{"a link with an empty target is not_found", map[string]string{"out/l -> ": ""}, "out", "l",
+			refused(refusal.NotFound), refused(refusal.SymlinkRefused)},
+		{"a trailing slash after a file in a target is not_found",
+			map[string]string{"out/a.txt": "A", "out/l -> a.txt/": ""}, "out", "l",
+			refused(refusal.NotFound), refused(refusal.SymlinkRefused)},
+		{"a self loop is symlink_refused", map[string]string{"out/l -> l": ""}, "out", "l",
+			refused(refusal.SymlinkRefused), refused(refusal.SymlinkRefused)},
+		{"a two-link loop is symlink_refused", map[string]string{"out/l1 -> l2": "", "out/l2 -> l1": ""}, "out", "l1",
+			refused(refusal.SymlinkRefused), refused(refusal.SymlinkRefused)},
+		{"a chain of MaxSymlinks links is followed", chain(MaxSymlinks), "out", "l0",
+			served("A", "a.txt"), refused(refusal.SymlinkRefused)},
+		{"a chain of MaxSymlinks+1 links is a loop", chain(MaxSymlinks + 1), "out", "l0",
+			refused(refusal.SymlinkRefused), refused(refusal.SymlinkRefused)},
+		{"a link to the root itself is outside_root", map[string]string{"out/self -> .": ""}, "out", "self",
+			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
+		{"a file through a link to the root is served under its canonical path",
+			map[string]string{"out/a.txt": "A", "out/self -> .": ""}, "out", "self/a.txt",
+			served("A", "a.txt"), refused(refusal.SymlinkRefused)},
+		{"a link that climbs back to the root as the final target is outside_root",
+			map[string]string{"out/d/up -> ..": ""}, "out", "d/up",
+			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
+		{"an absolute link to the root itself is outside_root",
+			map[string]string{"out/l -> /srv/wd/out": ""}, "out", "l",
+			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
+		{"a link above the root is outside_root", map[string]string{"out/a.txt": "A", "out/up -> ..": ""}, "out", "up/out/a.txt",
+			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
+		{"a directory is not_a_regular_file", map[string]string{"out/d/": ""}, "out", "d",
+			refused(refusal.NotARegularFile), refused(refusal.NotARegularFile)},
+		{"a link to a directory is not_a_regular_file", map[string]string{"out/d/": "", "out/l -> d": ""}, "out", "l",
+			refused(refusal.NotARegularFile), refused(refusal.SymlinkRefused)},
+		{"a link to a directory ending in dot is not_a_regular_file",
+			map[string]string{"out/d/": "", "out/l -> d/.": ""}, "out", "l",
+			refused(refusal.NotARegularFile), refused(refusal.SymlinkRefused)},
+		{"a FIFO is not_a_regular_file", map[string]string{"out/p|": ""}, "out", "p",
+			refused(refusal.NotARegularFile), refused(refusal.NotARegularFile)},
+		{"an unreadable directory is io_error", map[string]string{"out/d/ !": "", "out/d/a.txt": "A"}, "out", "d/a.txt",
+			refused(refusal.IOError), refused(refusal.IOError)},
+		{"a missing root is not_found", map[string]string{"a.txt": "A"}, "out", "a.txt",
+			refused(refusal.NotFound), refused(refusal.NotFound)},
+		{"a root that is a file is not_found", map[string]string{"out": "A"}, "out", "a.txt",
+			refused(refusal.NotFound), refused(refusal.NotFound)},
+		{"a symlinked root inside the workdir is followed at every class",
+			map[string]string{"real/a.txt": "R", "out -> real": ""}, "out", "a.txt",
+			served("R", "a.txt"), served("R", "a.txt")},
+		{"an absolute symlinked root inside the workdir is followed",
+			map[string]string{"real/a.txt": "R", "out -> /srv/wd/real": ""}, "out/", "a.txt",
+			served("R", "a.txt"), served("R", "a.txt")},
+		{"a root linked to the workdir itself is the workdir",
+			map[string]string{"a.txt": "W", "out -> .": ""}, "out", "a.txt",
+			served("W", "a.txt"), served("W", "a.txt")},
+		{"a root linked out of the workdir is outside_root", map[string]string{"out -> ../elsewhere": ""}, "out", "a.txt",
+			refused(refusal.OutsideRoot), refused(refusal.OutsideRoot)},
+		{"a root linked out of the workdir and back is outside_root",
+			map[string]string{"real/a.txt": "R", "out -> ../wd/real": ""}, "out", "a.txt",
+			refused(refusal.OutsideRoot), refused(refusal.OutsideRoot)},
+		{"a root symlink loop is symlink_refused", map[string]string{"out -> out": ""}, "out", "a.txt",
+			refused(refusal.SymlinkRefused), refused(refusal.SymlinkRefused)},
+		{"a dangling root link is not_found", map[string]string{"out -> nowhere": ""}, "out", "a.txt",
+			refused(refusal.NotFound), refused(refusal.NotFound)},
+		{"an absolute declared root is outside_root", map[string]string{"out/a.txt": "A"}, "/srv/wd/out", "a.txt",
+			refused(refusal.OutsideRoot), refused(refusal.OutsideRoot)},
+	}
+	for _, c := range cases {
+		for _, follow := range []bool{true, false} {
+			want, class := c.follow, "follow"
+			if !follow {
+				want, class = c.scoped, "scoped"
+			}
+			t.Run(c.rule+"/"+class, func(t *testing.T) {
+				fs := newFake(t, c.layout)
+				f, err := Open(fs.dir(fs.top), workdir, c.root, strings.Split(c.path, "/"), follow, fs.openLeaf)
+				if fs.open != 1 {
+					t.Errorf("%d directories left open", fs.open-1)
+				}
+				got := outcome{content: f.content, path: f.path}
+				if err != nil {
+					r, ok := refusal.As(err)
+					if !ok {
+						t.Fatalf("error %v is not a refusal", err)
+					}
+					got = outcome{code: r.Code}
+				}
+				if got != want {
+					t.Errorf("got %+v, want %+v", got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestWalkListing(t *testing.T) {
+	cases := []struct {
+		rule   string
+		layout map[string]string
+		follow []string
+		scoped []string
+		err    refusal.Code
+	}{
+		{"files are listed recursively in bytewise order with dotfiles",
+			map[string]string{"out/b.txt": "B", "out/a/x": "X", "out/a.txt": "A", "out/.hidden": "H", "out/a-b": "AB", "out/a0": "A0"},
+			[]string{".hidden=H", "a-b=AB", "a.txt=A", "a/x=X", "a0=A0", "b.txt=B"},
+			[]string{".hidden=H", "a-b=AB", "a.txt=A", "a/x=X", "a0=A0", "b.txt=B"}, ""},
+		{"order is by the reported bytes, invalid UTF-8 replaced per byte",
+			map[string]string{"out/é.txt": "E", "out/z": "Z", "out/ä/x": "AX", "out/a\xff\xfe": "BAD", "out/a\uFFFE": "NC"},
+			[]string{"a\uFFFD\uFFFD=BAD", "a\uFFFE=NC", "z=Z", "ä/x=AX", "é.txt=E"},
+			[]string{"a\uFFFD\uFFFD=BAD", "a\uFFFE=NC", "z=Z", "ä/x=AX", "é.txt=E"}, ""},
+		{"symlinks to files inside are listed under their own path; scoped lists none",
+			map[string]string{
+				"out/real.txt": "R", "out/alias -> real.txt": "", "out/abs -> /srv/wd/out/real.txt": "",
+				"out/d/up -> ../real.txt": "", "out/secret -> ../secret": "", "secret": "S",
+				"out/back -> ../out/real.txt": "", "out/dangling -> nowhere": "", "out/loop -> loop": "",
+				"out/dirlink -> d": "", "out/self -> .": "", "out/pipe|": "", "out/pipelink -> pipe": "",
+				"out/d/f": "F",
+			},
+			[]string{"abs=R", "alias=R", "d/f=F", "d/up=R", "real.txt=R"},
+			[]string{"d/f=F", "real.txt=R"}, ""},
+		{"unreadable directories and FIFOs are left out",
+			map[string]string{"out/a": "A", "out/locked/ !": "", "out/locked/x": "X", "out/p|": ""},
+			[]string{"a=A"}, []string{"a=A"}, ""},
+		{"a missing root is empty", map[string]string{"a": "A"}, nil, nil, ""},
+		{"a root that is a file is empty", map[string]string{"out": "A"}, nil, nil, ""},
+		{"a symlinked root is followed at every class", map[string]string{"real/a": "A", "out -> real": ""},
+			[]string{"a=A"}, []string{"a=A"}, ""},
+		{"a root leaving the workdir is outside_root", map[string]string{"out -> ../x": ""}, nil, nil, refusal.OutsideRoot},
+		{"a root loop is symlink_refused", map[string]string{"out -> out": ""}, nil, nil, refusal.SymlinkRefused},
+		{"an unreadable root is io_error", map[string]string{"out/ !": "", "out/a": "A"}, nil, nil, refusal.IOError},
+	}
+	for _, c := range cases {
+		for _, follow := range []bool{true, false} {
+			want, class := c.follow, "follow"
+			if !follow {
+				want, class = c.scoped, "scoped"
+			}
+			t.Run(c.rule+"/"+class, func(t *testing.T) {
+				fs := newFake(t, c.layout)
+				var got []string
+				err := Walk(fs.dir(fs.top), workdir, "out", follow, fs.openLeaf, func(p string, f fakeFile) error {
+					got = append(got, p+"="+f.content)
+					return nil
+				})
+				if fs.open != 1 {
+					t.Errorf("%d directories left open", fs.open-1)
+				}
+				if c.err != "" {
+					if !refusal.Is(err, c.err) {
+						t.Fatalf("err = %v, want %s", err, c.err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("got  %q\nwant %q", got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestWalkStopsAtVisitError(t *testing.T) {
+	fs := newFake(t, map[string]string{"out/a": "A", "out/d/b": "B", "out/d/c": "C"})
+	stop := errors.New("stop")
+	var seen []string
+	err := Walk(fs.dir(fs.top), workdir, "out", true, fs.openLeaf, func(p string, _ fakeFile) error {
+		seen = append(seen, p)
+		if p == "d/b" {
+			return stop
+		}
+		return nil
+	})
+	if err != stop {
+		t.Fatalf("err = %v, want the visit error as is", err)
+	}
+	if !slices.Equal(seen, []string{"a", "d/b"}) {
+		t.Errorf("visited %q after the error", seen)
+	}
+	if fs.open != 1 {
+		t.Errorf("%d directories left open", fs.open-1)
+	}
+}
+
+func TestBeneathMatchesComponents(t *testing.T) {
+	root := []string{"srv", "wd", "out"}
+	cases := []struct {
+		target string
+		rest   []string
+		ok     bool
+	}{
+		{"/srv/wd/out", []string{}, true},
+		{"/srv/wd/out/a", []string{"a"}, true},
+		{"/srv/wd/out/", []string{""}, true},
+		{"/srv/wd/outside/a", nil, false},
+		{"/srv/wd/ou", nil, false},
+		{"/srv/wd", nil, false},
+		{"/srv/wd/../wd/out/a", nil, false},
+		{"/", nil, false},
+	}
+	for _, c := range cases {
+		rest, ok := beneath(strings.Split(c.target, "/"), root)
+		if ok != c.ok || ok && !slices.Equal(rest, c.rest) {
+			t.Errorf("beneath(%q) = %q, %v; want %q, %v", c.target, rest, ok, c.rest, c.ok)
+		}
+	}
+	if rest, ok := beneath(strings.Split("/etc/passwd", "/"), nil); !ok || !slices.Equal(rest, []string{"", "etc", "passwd"}) {
+		t.Errorf("with the root at /, every absolute target is beneath it; got %q, %v", rest, ok)
+	}
+}

@@ -406,7 +406,7 @@ var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 func setSessionID(s *Settings, v string) error {
 	if !sessionIDPattern.MatchString(v) || v == "." || v == ".." {
-		return errors.New("must match [A-Za-z0-9_.-]+ and not be . or ..")
+		return errors.New(`must match [A-Za-z0-9_.-]+ and not be "." or ".."`)
 	}
 	s.SessionID = v
 	return nil

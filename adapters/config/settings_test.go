@@ -141,8 +141,8 @@ func TestBadValuesAreUsageErrorsNamingTheirSource(t *testing.T) {
 	}{
 		{"containment", "strict", `containment class "strict" is not one of advisory, scoped, sealed`},
 		{"after-task", "stay", "must be 'exit' or 'sleep'"},
-		{"session-id", ".", "must match [A-Za-z0-9_.-]+ and not be . or .."},
-		{"session-id", "..", "must match [A-Za-z0-9_.-]+ and not be . or .."},
+		{"session-id", ".", "must match [A-Za-z0-9_.-]+ and not be \".\" or \"..\""},
+		{"session-id", "..", "must match [A-Za-z0-9_.-]+ and not be \".\" or \"..\""},
 		{"session-id", "ses/1", "must match"},
 		{"session-id", "ses 1", "must match"},
 		{"fetch-max-bytes", "1GB", "must be a byte count, optionally suffixed Ki/Mi/Gi"},

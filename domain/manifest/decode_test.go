@@ -177,7 +177,7 @@ func TestDecodeRefusals(t *testing.T) {
 		{"files.root absolute", exportsFiles("root", str("/srv"), "mode", str("read-only")), man3, []string{"exports.files.root " + rootMsg, "absolute", `"/srv"`}},
 		{"files.root dot-dot", exportsFiles("root", str("out/../.."), "mode", str("read-only")), man3, []string{"exports.files.root " + rootMsg, `".."`}},
 		{"files.root blank", exportsFiles("root", str(" "), "mode", str("read-only")), man3, []string{"exports.files.root " + rootMsg, "empty"}},
-		{"files.root control character", exportsFiles("root", str("out"), "mode", str("read-only")), man3, []string{"exports.files.root " + rootMsg, "control character"}},
+		{"files.root control character", exportsFiles("root", str("out\x01"), "mode", str("read-only")), man3, []string{"exports.files.root " + rootMsg, "control character"}},
 		{"files.root a list", exportsFiles("root", seq(str("out")), "mode", str("read-only")), man3, []string{"exports.files.root " + rootMsg, "got a list"}},
 		{"files.mode missing", exportsFiles("root", str("out")), man3, []string{"exports.files.mode is missing", "must be 'read-only'"}},
 		{"files.mode read-write", exportsFiles("root", str("out"), "mode", str("read-write")), man3, []string{"exports.files.mode must be 'read-only'", `"read-write"`}},

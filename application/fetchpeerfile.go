@@ -126,11 +126,11 @@ func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID strin
 }
 
 // peerRefusal turns a peer's non-200 answer into our outcome: the peer's own error code when
-// its body carried a plausible one, else http_<status>. A redirect is never followed and is
-// always http_<status>.
+// its body carried a plausible one (never "ok", which would read as a success in the trace),
+// else http_<status>. A redirect is never followed and is always http_<status>.
 func peerRefusal(resp ports.PeerRedeemResponse) error {
 	code := "http_" + strconv.Itoa(resp.Status)
-	if resp.Status/100 != 3 && peerCodeChars.MatchString(resp.ErrorCode) {
+	if resp.Status/100 != 3 && peerCodeChars.MatchString(resp.ErrorCode) && resp.ErrorCode != trace.OutcomeOK {
 		code = resp.ErrorCode
 	}
 	return refusal.Newf(refusal.Code(code), "The peer refused the redeem ("+code+"); nothing was stored.")

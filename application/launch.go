@@ -34,7 +34,8 @@ type LaunchInput struct {
 	// AfterTaskOverride is the --after-task value, "" when none was given. It wins over the
 	// manifest's lifecycle.after_task.
 	AfterTaskOverride manifest.AfterTask
-	// Workdir is the accessible workdir, which need not exist yet.
+	// Workdir is the accessible workdir, which need not exist yet; "" when there is none yet
+	// (resplane check without --workdir), so E-CAP-007 inspects nothing.
 	Workdir string
 }
 
@@ -80,8 +81,12 @@ func ttlTooLongForSleep(p *manifest.PeerFilesExport) *diag.Diagnostic {
 	}
 }
 
-// checkRoot is E-CAP-007 for one declared root.
+// checkRoot is E-CAP-007 for one declared root. Without a workdir (check without --workdir,
+// before any session exists) there is nothing on disk to inspect.
 func (c *LaunchChecks) checkRoot(field string, root manifest.Root, workdir string) *diag.Diagnostic {
+	if workdir == "" {
+		return nil
+	}
 	loc, err := c.roots.Locate(workdir, root.String())
 	var problem string
 	switch {

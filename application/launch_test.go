@@ -223,3 +223,10 @@ func TestGrantsAreTheEffectiveValues(t *testing.T) {
 		t.Errorf("undeclared grants = %+v; want nil planes and empty, non-nil lists", g)
 	}
 }
+
+func TestWithoutAWorkdirNoRootIsInspected(t *testing.T) {
+	roots := &fakeRoots{found: map[string]ports.RootLocation{"out/": {Exists: true, Inside: false}}}
+	if _, bad := NewLaunchChecks(roots).Run(LaunchInput{Manifest: withPeerFiles(t, manifest.AfterTaskExit, time.Hour, false)}); bad != nil || roots.asked != nil {
+		t.Fatalf("got %v after asking %q; want nothing inspected without a workdir", bad, roots.asked)
+	}
+}

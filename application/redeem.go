@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/resplane/resplane/domain/audience"
 	"github.com/resplane/resplane/domain/handle"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
@@ -68,10 +69,10 @@ func (u *Redeem) Do(ctx context.Context, req RedeemRequest) (RedeemAnswer, error
 	}
 	token := strings.TrimPrefix(req.Rest, "/")
 	answer := RedeemAnswer{Traced: true, Generation: u.session.Generation.Current(), HandleID: handle.ID(token)}
-	audience := strings.ToLower(strings.TrimSpace(req.Audience))
-	p, body, err := u.redeem(ctx, token, audience, req.AudienceSent)
+	asserted := audience.Asserted(req.Audience)
+	p, body, err := u.redeem(ctx, token, asserted, req.AudienceSent)
 	event := trace.PeerHandleRedeem{
-		HandleID: answer.HandleID, Audience: audience, AudienceSent: req.AudienceSent,
+		HandleID: answer.HandleID, Audience: asserted, AudienceSent: req.AudienceSent,
 		Generation: answer.Generation, Err: err,
 	}
 	if err == nil {

@@ -122,3 +122,16 @@ func caseIgnorable(r rune) bool {
 	}
 	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
 }
+
+// Asserted normalises an x-murmur-audience header value as a redeem reads it (contract §6 step
+// 5): surrounding whitespace trimmed and ASCII letters lowercased. Other characters are kept
+// as sent, so an audience minted by FromCard (already lowercase) compares equal byte for byte.
+func Asserted(header string) string {
+	b := []byte(strings.TrimSpace(header))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
+}

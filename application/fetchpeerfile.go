@@ -37,7 +37,7 @@ func NewFetchPeerFile(allow []destination.Destination, ourAudience string, limit
 	return &FetchPeerFile{allow: allow, audience: ourAudience, limit: limit, redeemer: redeemer, inbox: inbox, trace: sink}
 }
 
-// FetchInput is the tool's input.
+// FetchInput is the tool's input, exactly as given: nothing is trimmed or repaired.
 type FetchInput struct {
 	Peer   string
 	Handle string
@@ -68,8 +68,7 @@ var peerCodeChars = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 // Fetch runs the tool. Invalid input is refused invalid_input and not traced; every later
 // outcome is traced as a peer_file_fetch event.
 func (u *FetchPeerFile) Fetch(ctx context.Context, in FetchInput) (FetchResult, error) {
-	in.Peer, in.Handle = strings.TrimSpace(in.Peer), strings.TrimSpace(in.Handle)
-	if in.Peer == "" || in.Handle == "" {
+	if strings.TrimSpace(in.Peer) == "" || strings.TrimSpace(in.Handle) == "" {
 		return FetchResult{}, refusal.Newf(refusal.InvalidInput, `"peer" and "handle" are required non-empty strings.`)
 	}
 	if !handleChars.MatchString(in.Handle) {

@@ -73,7 +73,7 @@ func TestShareMintsAHandleTheRedeemAccepts(t *testing.T) {
 	w.write(t, "out/handoff/report.md", "# report\n")
 	cards := &fakeCards{card: ports.PeerCard{Name: "Reporter", URL: "http://LOCALHOST:41234/"}}
 	result, err := newShare(t, w, cards).Share(context.Background(),
-		application.ShareInput{Path: "report.md", Peer: "localhost:41234", TTL: "2h"})
+		application.ShareInput{Path: "report.md", Peer: "localhost:41234", TTL: "2h", HasTTL: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,9 @@ func TestShareRefusals(t *testing.T) {
 		wantAudience string
 	}{
 		{"a blank peer is invalid input", application.ShareInput{Path: "report.md", Peer: " "}, &fakeCards{}, refusal.InvalidInput, false, false, ""},
-		{"an unusable ttl is invalid input", application.ShareInput{Path: "report.md", Peer: "localhost:1", TTL: "5 minutes"}, &fakeCards{}, refusal.InvalidInput, false, false, ""},
+		{"an unusable ttl is invalid input", application.ShareInput{Path: "report.md", Peer: "localhost:1", TTL: "5 minutes", HasTTL: true}, &fakeCards{}, refusal.InvalidInput, false, false, ""},
+		{"an empty ttl is unusable, not absent", application.ShareInput{Path: "report.md", Peer: "localhost:1", TTL: "", HasTTL: true}, &fakeCards{}, refusal.InvalidInput, false, false, ""},
+		{"a path is never trimmed into another name", application.ShareInput{Path: " report.md", Peer: "localhost:1"}, &fakeCards{card: ports.PeerCard{Name: "b", URL: "http://localhost:1"}}, refusal.NotFound, true, true, "b@localhost:1"},
 		{"a peer outside network.allow is never contacted", application.ShareInput{Path: "report.md", Peer: "evil.example:80"}, &fakeCards{}, refusal.PeerUnreachable, true, false, ""},
 		{"a peer with another scheme does not parse", application.ShareInput{Path: "report.md", Peer: "ftp://localhost"}, &fakeCards{}, refusal.PeerUnreachable, true, false, ""},
 		{"a card without a name is unreachable", application.ShareInput{Path: "report.md", Peer: "localhost:1"}, &fakeCards{card: ports.PeerCard{URL: "http://localhost:1"}}, refusal.PeerUnreachable, true, true, ""},
@@ -233,7 +235,7 @@ func TestATTLOfZeroMintsAnExpiredHandle(t *testing.T) {
 	w := newWorld(t, containment.Sealed)
 	w.write(t, "out/handoff/report.md", "r")
 	result, err := newShare(t, w, &fakeCards{card: ports.PeerCard{Name: "b", URL: "http://localhost:1"}}).Share(context.Background(),
-		application.ShareInput{Path: "report.md", Peer: "localhost:1", TTL: "0"})
+		application.ShareInput{Path: "report.md", Peer: "localhost:1", TTL: "0", HasTTL: true})
 	if err != nil || result.ExpiresAtMs != epoch.UnixMilli() {
 		t.Fatalf("Share = %+v, %v", result, err)
 	}
@@ -298,6 +300,7 @@ func TestFetchStoresOnlyAVerifiedWholeFile(t *testing.T) {
 		{"a body without an etag is stored", "localhost:41234", token, &fakeRedeemer{resp: ports.PeerRedeemResponse{Status: 200}, body: body}, ""},
 		{"a peer outside peer_fetch.allow is never contacted", "other:1", token, &fakeRedeemer{}, refusal.PeerNotAllowed},
 		{"a handle with a space is invalid input", "localhost:41234", "mh1.a b", &fakeRedeemer{}, refusal.InvalidInput},
+		{"a handle is never trimmed", "localhost:41234", " " + token + "\n", &fakeRedeemer{}, refusal.InvalidInput},
 		{"a wrong etag stores nothing", "localhost:41234", token,
 			&fakeRedeemer{resp: ports.PeerRedeemResponse{Status: 200, ETag: `"sha256:00"`, HasETag: true}, body: body}, refusal.EtagMismatch},
 		{"the peer's error code becomes the outcome", "localhost:41234", token,

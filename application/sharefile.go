@@ -44,11 +44,13 @@ func NewShareFile(plane SharePlane, networkAllow []destination.Destination, issu
 		cards: cards, nonces: nonces, clock: clock, trace: sink}
 }
 
-// ShareInput is the tool's input. TTL is empty when absent (or not a string).
+// ShareInput is the tool's input, exactly as given: nothing is trimmed or repaired. HasTTL is
+// false when ttl was absent or not a string (and is then ignored).
 type ShareInput struct {
-	Path string
-	Peer string
-	TTL  string
+	Path   string
+	Peer   string
+	TTL    string
+	HasTTL bool
 }
 
 // ShareResult is the tool's result: exactly these four fields and never a filesystem path.
@@ -67,7 +69,6 @@ func (r ShareResult) Summary() string {
 // Share runs the tool. Invalid input is refused invalid_input and not traced; every later
 // outcome is traced as a peer_handle_mint event.
 func (u *ShareFile) Share(ctx context.Context, in ShareInput) (ShareResult, error) {
-	in.Path, in.Peer = strings.TrimSpace(in.Path), strings.TrimSpace(in.Peer)
 	ttl, err := u.ttlFor(in)
 	if err != nil {
 		return ShareResult{}, err
@@ -85,10 +86,10 @@ func (u *ShareFile) Share(ctx context.Context, in ShareInput) (ShareResult, erro
 // ttlFor validates the input and returns the handle's lifetime: the given ttl clamped down to
 // max_ttl, or max_ttl when none was given.
 func (u *ShareFile) ttlFor(in ShareInput) (time.Duration, error) {
-	if in.Path == "" || in.Peer == "" {
+	if strings.TrimSpace(in.Path) == "" || strings.TrimSpace(in.Peer) == "" {
 		return 0, refusal.Newf(refusal.InvalidInput, `"path" and "peer" are required non-empty strings.`)
 	}
-	if strings.TrimSpace(in.TTL) == "" {
+	if !in.HasTTL {
 		return u.plane.MaxTTL, nil
 	}
 	ttl, err := manifest.ParseTTL(in.TTL)

@@ -97,8 +97,8 @@ func (a *API) callShare(c echo.Context) error {
 	if !okPath || !okPeer {
 		return refuse(c, refusal.Newf(refusal.InvalidInput, `"path" and "peer" are required non-empty strings.`))
 	}
-	ttl, _ := stringField(object, "ttl") // a ttl that is not a string is ignored
-	result, err := a.share.Share(c.Request().Context(), application.ShareInput{Path: path, Peer: peer, TTL: ttl})
+	ttl, hasTTL := stringField(object, "ttl") // a ttl that is not a string is ignored
+	result, err := a.share.Share(c.Request().Context(), application.ShareInput{Path: path, Peer: peer, TTL: ttl, HasTTL: hasTTL})
 	if err != nil {
 		return refuse(c, err)
 	}

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"errors"
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -16,6 +18,7 @@ import (
 func NewEcho(resources *Resources, log zerolog.Logger) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = bareStatus
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisableStackAll: true,
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -47,4 +50,18 @@ func accessLog(log zerolog.Logger) echo.MiddlewareFunc {
 			return err
 		}
 	}
+}
+
+// bareStatus answers what echo itself refuses (such as "OPTIONS *", whose target no route can
+// match) with the bare status and an empty body, like every path outside our routes.
+func bareStatus(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status := http.StatusInternalServerError
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		status = he.Code
+	}
+	_ = c.NoContent(status)
 }

@@ -72,7 +72,9 @@ func New(workdir string) *FS {
 
 // OpenFile implements ports.ExportFS.
 func (m *FS) OpenFile(root string, rel pathpolicy.RelPath, class containment.Class) (ports.File, error) {
-	return resolve.Open(m.dir(m.top), m.workdir, root, rel.Components(), class.FollowsSymlinks(), m.open)
+	return resolve.RetryReplaced(func() (ports.File, error) {
+		return resolve.Open(m.dir(m.top), m.workdir, root, rel.Components(), class.FollowsSymlinks(), m.open)
+	})
 }
 
 // Walk implements ports.ExportFS.

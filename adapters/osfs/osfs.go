@@ -113,6 +113,12 @@ func (fs *FS) Close() error { return fs.wd.Close() }
 
 // OpenFile implements ports.ExportFS.
 func (fs *FS) OpenFile(root string, rel pathpolicy.RelPath, class containment.Class) (ports.File, error) {
+	return resolve.RetryReplaced(func() (ports.File, error) { return fs.openOnce(root, rel, class) })
+}
+
+// openOnce resolves and opens rel once; a file replaced between lookup and open is refused
+// with resolve.Replaced, and OpenFile resolves again.
+func (fs *FS) openOnce(root string, rel pathpolicy.RelPath, class containment.Class) (ports.File, error) {
 	if fs.openat2.Load() {
 		if f, done, err := fs.openFast(root+"/"+rel.String(), rel.String()); done {
 			return f, err

@@ -80,11 +80,27 @@ type Dir interface {
 	Close() error
 }
 
+// replaced is the one refusal Replaced returns, so RetryReplaced can recognise it.
+var replaced = refusal.IO("the file was replaced while it was being opened")
+
 // Replaced is the refusal for a final component that is no longer the node Lookup saw (its ID
 // changed between resolution and open): a concurrent swap, answered io_error rather than
 // with whatever was swapped in.
-func Replaced() error {
-	return refusal.IO("the file was replaced while it was being opened")
+func Replaced() error { return replaced }
+
+// replacedAttempts bounds how often RetryReplaced resolves again.
+const replacedAttempts = 8
+
+// RetryReplaced calls open until it answers anything but Replaced, at most a few times. A
+// writer that renames a finished temp file over the target replaces the inode between
+// resolution and open; resolving again serves the new version whole, as the contract
+// promises such a writer's readers. Only a target replaced on every attempt is refused.
+func RetryReplaced[F any](open func() (F, error)) (F, error) {
+	f, err := open()
+	for attempt := 1; attempt < replacedAttempts && err == replaced; attempt++ {
+		f, err = open()
+	}
+	return f, err
 }
 
 // Result is where a resolution ended. It is valid only during the callback it is handed to;

@@ -434,3 +434,25 @@ func TestBeneathMatchesComponents(t *testing.T) {
 		t.Errorf("with the root at /, every absolute target is beneath it; got %q, %v", rest, ok)
 	}
 }
+
+func TestRetryReplacedResolvesAgainAfterARenameIntoPlace(t *testing.T) {
+	calls := 0
+	got, err := RetryReplaced(func() (string, error) {
+		calls++
+		if calls < 3 {
+			return "", Replaced()
+		}
+		return "new version", nil
+	})
+	if err != nil || got != "new version" || calls != 3 {
+		t.Fatalf("RetryReplaced = %q, %v after %d calls; want the third attempt's file", got, err, calls)
+	}
+	calls = 0
+	if _, err := RetryReplaced(func() (string, error) { calls++; return "", Replaced() }); err != Replaced() || calls != replacedAttempts {
+		t.Fatalf("a file replaced on every attempt: %v after %d calls; want Replaced after %d", err, calls, replacedAttempts)
+	}
+	calls = 0
+	if _, err := RetryReplaced(func() (string, error) { calls++; return "", errors.New("other") }); err == nil || calls != 1 {
+		t.Fatalf("another error must not be retried: %v after %d calls", err, calls)
+	}
+}

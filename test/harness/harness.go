@@ -22,6 +22,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/resplane/resplane"
+	"github.com/resplane/resplane/adapters/control"
 )
 
 var (
@@ -68,19 +71,7 @@ type Capsule struct {
 }
 
 // Ready is the ready line serve prints on stdout.
-type Ready struct {
-	Event       string   `json:"event"`
-	SessionID   string   `json:"session_id"`
-	Listen      string   `json:"listen"`
-	URL         string   `json:"url"`
-	Audience    string   `json:"audience"`
-	Control     string   `json:"control"`
-	Trace       string   `json:"trace"`
-	Workdir     string   `json:"workdir"`
-	Containment string   `json:"containment"`
-	Planes      []string `json:"planes"`
-	Tools       []string `json:"tools"`
-}
+type Ready = resplane.ReadyLine
 
 // Process is one running resplane serve.
 type Process struct {
@@ -135,10 +126,19 @@ func Layout(t testing.TB, base string, files map[string]string) {
 func Start(t testing.TB, c Capsule) *Process {
 	t.Helper()
 	dir, manifestPath, workdir := WriteCapsule(t, c)
-	args := append([]string{"serve", "--manifest", manifestPath, "--workdir", workdir, "--listen", "127.0.0.1:0"}, c.Args...)
-	p := &Process{Dir: dir, Workdir: workdir, stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(Binary(t), args...)
-	p.cmd.Env = append(cleanEnv(), c.Env...)
+	args := append([]string{"--manifest", manifestPath, "--workdir", workdir, "--listen", "127.0.0.1:0"}, c.Args...)
+	p := Serve(t, c.Env, args...)
+	p.Dir, p.Workdir = dir, workdir
+	return p
+}
+
+// Serve runs `resplane serve <args>` with env added to a clean environment and waits for the
+// ready line. The process is stopped with SIGTERM when the test ends.
+func Serve(t testing.TB, env []string, args ...string) *Process {
+	t.Helper()
+	p := &Process{stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(Binary(t), append([]string{"serve"}, args...)...)
+	p.cmd.Env = append(cleanEnv(), env...)
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -339,45 +339,66 @@ func Parse(t testing.TB, raw []byte) Response {
 	return r
 }
 
-// Control sends one request to the control API over the Unix socket at path and returns the
-// status and the decoded JSON body.
-func Control(t testing.TB, path, method, route, body string) (int, map[string]any) {
-	t.Helper()
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", path)
-		},
+// ControlClient returns an HTTP client for the control socket at path, whatever the length of
+// the path.
+func ControlClient(path string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return control.Dial(ctx, path) },
 	}, Timeout: 60 * time.Second}
+}
+
+// ControlRaw sends one request to the control API over the Unix socket at path and returns
+// the status and the raw body.
+func ControlRaw(t testing.TB, path, method, route, body string) (int, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(method, "http://control"+route, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := client.Do(req)
+	resp, err := ControlClient(path).Do(req)
 	if err != nil {
 		t.Fatalf("control %s %s: %v", method, route, err)
 	}
 	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, raw
+}
+
+// Control is ControlRaw with the body decoded as a JSON object.
+func Control(t testing.TB, path, method, route, body string) (int, map[string]any) {
+	t.Helper()
+	status, raw := ControlRaw(t, path, method, route, body)
 	var m map[string]any
-	dec := json.NewDecoder(resp.Body)
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&m); err != nil {
 		t.Fatalf("control %s %s answered a body that is not JSON: %v", method, route, err)
 	}
-	return resp.StatusCode, m
+	return status, m
 }
 
-// RunCLI runs the binary with args and returns its exit status, stdout and stderr.
+// RunCLI runs the binary with args and env added to a clean environment, and returns its exit
+// status, stdout and stderr. A command still running after a minute fails the test.
 func RunCLI(t testing.TB, env []string, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(Binary(t), args...)
 	cmd.Env = append(cleanEnv(), env...)
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err != nil {
-		if _, ok := err.(*exec.ExitError); !ok {
-			t.Fatal(err)
-		}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("resplane %q still running after a minute; stdout %q stderr %q", args, stdout.String(), stderr.String())
 	}
 	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 }

@@ -8,7 +8,6 @@ package peer_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -233,11 +232,7 @@ func controlE(sock, method, route string, body any) (answer, error) {
 			return answer{}, err
 		}
 	}
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialUnix(ctx, sock)
-		},
-	}, Timeout: 60 * time.Second}
+	client := harness.ControlClient(sock)
 	defer client.CloseIdleConnections()
 	req, err := http.NewRequest(method, "http://control"+route, bytes.NewReader(payload))
 	if err != nil {
@@ -257,20 +252,6 @@ func controlE(sock, method, route string, body any) (answer, error) {
 		return a, fmt.Errorf("control %s %s answered %d with a body that is not a JSON object: %q", method, route, a.Status, a.Raw)
 	}
 	return a, nil
-}
-
-// dialUnix connects to the Unix socket at path, also when the path is longer than a socket
-// address holds (t.TempDir paths often are): through /proc/self/fd/<n>/<name> of its directory.
-func dialUnix(ctx context.Context, path string) (net.Conn, error) {
-	if len(path) < 100 {
-		return (&net.Dialer{}).DialContext(ctx, "unix", path)
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return nil, err
-	}
-	defer dir.Close()
-	return (&net.Dialer{}).DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path)))
 }
 
 // share calls share-file on p's control API.

@@ -50,7 +50,12 @@ type Options struct {
 
 // Harden configures srv for the resource listener:
 //
-//   - keep-alive off: one request per connection, which rawtarget relies on;
+//   - one request per connection, which rawtarget relies on: srv.Handler is wrapped so that
+//     every response carries "Connection: close" and net/http closes after it. Keep-alive is
+//     deliberately left enabled in net/http itself, because with it disabled net/http strips
+//     the header from HTTP/1.0 responses, and the contract wants it on every response;
+//   - no general "OPTIONS *" handler: that request gets the handler's answer (a bare 404),
+//     not net/http's built-in 200;
 //   - ReadHeaderTimeout: a connection that has not sent its whole header in time is closed;
 //   - WriteTimeout: bounds writing the answer;
 //   - ReadTimeout = ReadHeaderTimeout + WriteTimeout: bounds reading a request body, which
@@ -78,7 +83,17 @@ func Harden(srv *http.Server, opts Options) {
 	} else {
 		srv.ConnContext = rawtarget.ConnContext
 	}
-	srv.SetKeepAlivesEnabled(false)
+	srv.DisableGeneralOptionsHandler = true
+	srv.Handler = closeAfterReply(srv.Handler)
+}
+
+// closeAfterReply marks every response "Connection: close" before next writes anything, so
+// each connection serves exactly one request whatever the request's HTTP version.
+func closeAfterReply(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Listen wraps l for a server configured by Harden: at most maxConns connections are open at

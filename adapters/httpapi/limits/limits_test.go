@@ -167,3 +167,33 @@ func TestListenCapsOpenConnections(t *testing.T) {
 		t.Errorf("third connection: body %q", body)
 	}
 }
+
+func TestEveryResponseSaysConnectionCloseWhateverTheVersion(t *testing.T) {
+	addr := serve(t, Options{}, 0)
+	for _, request := range []string{
+		"GET /a HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /a HTTP/1.0\r\n\r\n",
+		"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+		"GET /a HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		c := dial(t, addr)
+		if _, err := io.WriteString(c, request); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), "\r\nConnection: close\r\n") || strings.Count(string(raw), "HTTP/1.") != 1 {
+			t.Errorf("%q answered %q; want one response carrying Connection: close", request, raw)
+		}
+	}
+}
+
+func TestOptionsStarReachesTheHandler(t *testing.T) {
+	addr := serve(t, Options{}, 0)
+	status, body := roundTrip(t, dial(t, addr), "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")
+	if status != http.StatusOK || body != "*" {
+		t.Fatalf("OPTIONS * = %d %q; want the handler's own answer", status, body)
+	}
+}

@@ -13,8 +13,8 @@
 // in the request's context and [OriginalTarget] returns the recorded target to the handler.
 //
 // Only the first line of a connection is inspected, so the server must serve one request per
-// connection ([http.Server.SetKeepAlivesEnabled] false). OriginalTarget stays correct even if
-// it does not: it returns the recorded target only when the target net/http parsed is that
+// connection (package limits makes every response "Connection: close"). OriginalTarget stays
+// correct even if it does not: it returns the recorded target only when the target net/http parsed is that
 // target's repaired form, and otherwise falls back to [http.Request.RequestURI].
 //
 // # What is repaired, and what is not

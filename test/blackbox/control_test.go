@@ -1,0 +1,254 @@
+package blackbox_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resplane/resplane/test/harness"
+)
+
+// bbControl sends one request to the control socket and returns the status and raw body.
+func bbControl(t testing.TB, sock, method, route, body string) (int, []byte) {
+	t.Helper()
+	return harness.ControlRaw(t, sock, method, route, body)
+}
+
+// bbControlError asserts a control API refusal: status and exactly {"error","message"}.
+func bbControlError(t testing.TB, status int, raw []byte, wantStatus int, code string) {
+	t.Helper()
+	if status != wantStatus {
+		t.Fatalf("status %d, want %d: %s", status, wantStatus, raw)
+	}
+	bbWantKeys(t, "control refusal", raw, "error", "message")
+	if obj := bbObj(t, raw); obj["error"] != code || obj["message"] == "" {
+		t.Errorf("body %s, want error %q with a message", raw, code)
+	}
+}
+
+// TestControlAPIAnswersByTheInterface pins interface.md's control API: the socket is mode 0600
+// at <workdir>/.murmur/<session id>/control.sock; GET /v1/status has exactly session_id,
+// generation, containment, planes, tools, audience, url; GET /v1/tools lists no tool when none is
+// declared; an unknown route is 404 not_found, a wrong method 405 method_not_allowed, a body that
+// is not a JSON object 422 invalid_input, an undeclared tool 404 unknown_tool; none of it is
+// reachable over TCP.
+func TestControlAPIAnswersByTheInterface(t *testing.T) {
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Args: []string{"--containment", "sealed"}})
+	sock := p.Ready.Control
+	t.Run("socket path and mode", func(t *testing.T) {
+		if want := filepath.Join(p.Workdir, ".murmur", p.Ready.SessionID, "control.sock"); sock != want {
+			t.Errorf("control %q, want %q", sock, want)
+		}
+		if want := filepath.Join(p.Workdir, ".murmur", p.Ready.SessionID, "trace.jsonl"); p.Ready.Trace != want {
+			t.Errorf("trace %q, want %q", p.Ready.Trace, want)
+		}
+		fi, err := os.Stat(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+			t.Errorf("control socket mode %v, want a socket with 0600", fi.Mode())
+		}
+	})
+	t.Run("GET /v1/status", func(t *testing.T) {
+		status, raw := bbControl(t, sock, "GET", "/v1/status", "")
+		if status != 200 {
+			t.Fatalf("status %d: %s", status, raw)
+		}
+		bbWantKeys(t, "status", raw, "session_id", "generation", "containment", "planes", "tools", "audience", "url")
+		want := `{"session_id":"` + p.Ready.SessionID + `","generation":0,"containment":"sealed","planes":["files"],"tools":[],"audience":"` +
+			p.Ready.Audience + `","url":"` + p.Ready.URL + `"}`
+		if strings.TrimSpace(string(raw)) != want {
+			t.Errorf("status\n got %s\nwant %s", raw, want)
+		}
+		if p.Ready.Audience != "reporter@"+strings.TrimPrefix(p.Ready.URL, "http://") {
+			t.Errorf("audience %q for url %q", p.Ready.Audience, p.Ready.URL)
+		}
+	})
+	t.Run("GET /v1/tools with nothing declared", func(t *testing.T) {
+		status, raw := bbControl(t, sock, "GET", "/v1/tools", "")
+		if status != 200 || strings.TrimSpace(string(raw)) != `{"tools":[]}` {
+			t.Errorf("tools %d %s, want 200 {\"tools\":[]}", status, raw)
+		}
+	})
+	for _, tc := range []struct {
+		name, method, route, body string
+		status                    int
+		code                      string
+	}{
+		{"unknown route", "GET", "/v1/nope", "", 404, "not_found"},
+		{"unknown version", "GET", "/v2/status", "", 404, "not_found"},
+		{"root", "GET", "/", "", 404, "not_found"},
+		{"POST status", "POST", "/v1/status", "{}", 405, "method_not_allowed"},
+		{"DELETE tools", "DELETE", "/v1/tools", "", 405, "method_not_allowed"},
+		{"GET terminal", "GET", "/v1/tasks/terminal", "", 405, "method_not_allowed"},
+		{"terminal with a list body", "POST", "/v1/tasks/terminal", `["completed"]`, 422, "invalid_input"},
+		{"terminal with a string body", "POST", "/v1/tasks/terminal", `"completed"`, 422, "invalid_input"},
+		{"terminal with a non-JSON body", "POST", "/v1/tasks/terminal", `state=completed`, 422, "invalid_input"},
+		{"undeclared share-file", "POST", "/v1/tools/share-file", `{"path":"a","peer":"localhost:1"}`, 404, "unknown_tool"},
+		{"undeclared fetch-peer-file", "POST", "/v1/tools/fetch-peer-file", `{"peer":"localhost:1","handle":"h"}`, 404, "unknown_tool"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, raw := bbControl(t, sock, tc.method, tc.route, tc.body)
+			bbControlError(t, status, raw, tc.status, tc.code)
+		})
+	}
+	t.Run("generation untouched by refused requests", func(t *testing.T) {
+		_, raw := bbControl(t, sock, "GET", "/v1/status", "")
+		if !strings.Contains(string(raw), `"generation":0`) {
+			t.Errorf("status after refusals: %s", raw)
+		}
+	})
+	t.Run("not reachable over TCP", func(t *testing.T) {
+		for _, target := range []string{"/v1/status", "/v1/tools"} {
+			bbBare404(t, bbGet(t, p.Ready.Listen, target))
+		}
+		bbBare404(t, bbDo(t, p.Ready.Listen, "POST", "/v1/tasks/terminal", 5*time.Second))
+	})
+}
+
+// TestCLITalksToTheControlSocket pins interface.md's client subcommands: status and task end
+// (default completed, --state failed/cancelled) print the whole answer as one JSON line and exit
+// 0, the socket taken from --control or RESPLANE_CONTROL (flag first); a refused state leaves
+// the generation unchanged; an unreachable socket is exit 1 with a clear message.
+func TestCLITalksToTheControlSocket(t *testing.T) {
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", "")})
+	sock := p.Ready.Control
+	missing := filepath.Join(t.TempDir(), "nobody.sock")
+	tests := []struct {
+		name   string
+		env    []string
+		args   []string
+		exit   int
+		stdout string // exact, "" = must be empty
+		gen    int    // generation afterwards
+	}{
+		{"status with --control", nil, []string{"status", "--control", sock}, 0, "$STATUS0", 0},
+		{"status with RESPLANE_CONTROL", []string{"RESPLANE_CONTROL=" + sock}, []string{"status"}, 0, "$STATUS0", 0},
+		{"task end defaults to completed", nil, []string{"task", "end", "--control", sock}, 0, `{"generation":1}`, 1},
+		{"task end --state failed via the environment", []string{"RESPLANE_CONTROL=" + sock}, []string{"task", "end", "--state", "failed"}, 0, `{"generation":2}`, 2},
+		{"task end --state cancelled", nil, []string{"task", "end", "--state", "cancelled", "--control", sock}, 0, `{"generation":3}`, 3},
+		{"--control wins over RESPLANE_CONTROL", []string{"RESPLANE_CONTROL=" + missing}, []string{"task", "end", "--control", sock}, 0, `{"generation":4}`, 4},
+		{"status with an unreachable socket", nil, []string{"status", "--control", missing}, 1, "", 4},
+		{"task end with an unreachable socket", []string{"RESPLANE_CONTROL=" + missing}, []string{"task", "end"}, 1, "", 4},
+	}
+	status0 := ""
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := harness.RunCLI(t, tc.env, tc.args...)
+			if code != tc.exit {
+				t.Fatalf("exit %d, want %d; stdout %q stderr %q", code, tc.exit, stdout, stderr)
+			}
+			want := tc.stdout
+			if want == "$STATUS0" {
+				if status0 == "" {
+					_, raw := bbControl(t, sock, "GET", "/v1/status", "")
+					status0 = strings.TrimSpace(string(raw))
+				}
+				want = status0
+			}
+			if want == "" && stdout != "" || want != "" && stdout != want+"\n" {
+				t.Errorf("stdout %q, want %q as one line", stdout, want)
+			}
+			if tc.exit == 1 && !strings.Contains(stderr, missing) && !strings.Contains(strings.ToLower(stderr), "control") {
+				t.Errorf("unreachable socket message is not clear: %q", stderr)
+			}
+			_, raw := bbControl(t, sock, "GET", "/v1/status", "")
+			if gen := bbObj(t, raw)["generation"]; gen != bbInt(tc.gen) {
+				t.Errorf("generation %v, want %d", gen, tc.gen)
+			}
+		})
+	}
+	t.Run("refused state leaves the generation", func(t *testing.T) {
+		code, stdout, stderr := harness.RunCLI(t, nil, "task", "end", "--state", "bogus", "--control", sock)
+		if code == 0 || stdout != "" || stderr == "" {
+			t.Errorf("exit %d stdout %q stderr %q, want a failure with a message", code, stdout, stderr)
+		}
+		_, raw := bbControl(t, sock, "GET", "/v1/status", "")
+		if gen := bbObj(t, raw)["generation"]; gen != bbInt(4) {
+			t.Errorf("generation %v after a refused state, want 4", gen)
+		}
+	})
+}
+
+// TestControlSocketLifecycle pins interface.md and contract §9: a stale socket file nobody
+// answers on is replaced at launch; a second server on a live socket exits 1 and leaves the
+// first one answering; a socket path longer than sun_path works; SIGTERM exits 0 and removes
+// the socket.
+func TestControlSocketLifecycle(t *testing.T) {
+	manifestFor := func(t *testing.T) (string, string) {
+		dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", ""), map[string]string{"wd/out/a.txt": "A"})
+		return dir, manifest
+	}
+	t.Run("stale socket file is replaced", func(t *testing.T) {
+		dir, manifest := manifestFor(t)
+		stale := filepath.Join(dir, "c.sock")
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.SetUnlinkOnClose(false)
+		_ = ln.Close()
+		if _, err := os.Stat(stale); err != nil {
+			t.Fatalf("no stale socket file: %v", err)
+		}
+		p := harness.Serve(t, nil, "--manifest", manifest, "--workdir", dir+"/wd", "--listen", "127.0.0.1:0", "--control", stale)
+		if status, raw := bbControl(t, stale, "GET", "/v1/status", ""); status != 200 || !strings.Contains(string(raw), p.Ready.SessionID) {
+			t.Errorf("status over the replaced socket: %d %s", status, raw)
+		}
+	})
+	t.Run("second server on a live socket", func(t *testing.T) {
+		dir, manifest := manifestFor(t)
+		first := harness.Serve(t, nil, "--manifest", manifest, "--workdir", dir+"/wd", "--listen", "127.0.0.1:0")
+		code, stdout, stderr := harness.RunCLI(t, nil, "serve", "--manifest", manifest, "--workdir", dir+"/wd2",
+			"--listen", "127.0.0.1:0", "--control", first.Ready.Control)
+		if code != 1 {
+			t.Fatalf("second server exit %d, want 1; stdout %q stderr %q", code, stdout, stderr)
+		}
+		if strings.Contains(stdout, "ready") {
+			t.Errorf("second server printed a ready line: %q", stdout)
+		}
+		status, raw := bbControl(t, first.Ready.Control, "GET", "/v1/status", "")
+		if status != 200 || !strings.Contains(string(raw), first.Ready.SessionID) {
+			t.Errorf("first server's socket after the refused second: %d %s", status, raw)
+		}
+	})
+	t.Run("socket path longer than sun_path", func(t *testing.T) {
+		dir, manifest := manifestFor(t)
+		long := filepath.Join(dir, strings.Repeat("d", 60), strings.Repeat("e", 60), "control.sock")
+		p := harness.Serve(t, nil, "--manifest", manifest, "--workdir", dir+"/wd", "--listen", "127.0.0.1:0", "--control", long)
+		if p.Ready.Control != long {
+			t.Errorf("ready control %q, want %q", p.Ready.Control, long)
+		}
+		code, stdout, stderr := harness.RunCLI(t, nil, "task", "end", "--control", long)
+		if code != 0 || stdout != "{\"generation\":1}\n" {
+			t.Errorf("task end over a long path: exit %d stdout %q stderr %q", code, stdout, stderr)
+		}
+		if code := p.Stop(t); code != 0 {
+			t.Errorf("exit %d", code)
+		}
+		if _, err := os.Lstat(long); !os.IsNotExist(err) {
+			t.Errorf("long-path socket left behind: %v", err)
+		}
+	})
+	t.Run("SIGTERM exits 0 and removes the socket", func(t *testing.T) {
+		dir, manifest := manifestFor(t)
+		p := harness.Serve(t, nil, "--manifest", manifest, "--workdir", dir+"/wd", "--listen", "127.0.0.1:0")
+		if _, err := os.Stat(p.Ready.Control); err != nil {
+			t.Fatal(err)
+		}
+		if code := p.Stop(t); code != 0 {
+			t.Fatalf("exit %d after SIGTERM; stderr:\n%s", code, p.Stderr())
+		}
+		if _, err := os.Lstat(p.Ready.Control); !os.IsNotExist(err) {
+			t.Errorf("control socket still there after SIGTERM: %v", err)
+		}
+		if conn, err := net.DialTimeout("tcp", p.Ready.Listen, time.Second); err == nil {
+			conn.Close()
+			t.Errorf("TCP listener still accepting after exit")
+		}
+	})
+}

@@ -33,8 +33,13 @@ func Listen(path string) (net.Listener, error) {
 		if err := removeStale(addr); err != nil {
 			return err
 		}
+		// The socket is created 0600 (umask 0177 during the bind), so it is never reachable
+		// by anyone else, not even for an instant in a shared directory. Listen runs once, at
+		// launch, before anything else in the process creates files.
+		old := syscall.Umask(0o177)
 		var err error
 		ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+		syscall.Umask(old)
 		if err != nil {
 			return err
 		}

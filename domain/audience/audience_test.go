@@ -93,10 +93,10 @@ func TestLowercaseMatchesRust(t *testing.T) {
 func TestAssertedTrimsAndLowercasesASCIIOnly(t *testing.T) {
 	cases := map[string]string{
 		"  Reporter@LOCALHOST:41234 ": "reporter@localhost:41234",
-		"\treporter@[::1]:8080\r":      "reporter@[::1]:8080",
-		"ÉQUIPE@host:1":                "Équipe@host:1",
-		"":                             "",
-		"   ":                          "",
+		"\treporter@[::1]:8080\r":     "reporter@[::1]:8080",
+		"ÉQUIPE@host:1":               "Équipe@host:1",
+		"":                            "",
+		"   ":                         "",
 	}
 	for in, want := range cases {
 		if got := Asserted(in); got != want {

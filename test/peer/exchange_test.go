@@ -14,9 +14,7 @@ import (
 
 var (
 	wholeToken = regexp.MustCompile(`^mh1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$`)
-	hex16      = regexp.MustCompile(`^[0-9a-f]{16}$`)
 	hex32      = regexp.MustCompile(`^[0-9a-f]{32}$`)
-	hex64      = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
 // stored is fetch-peer-file's result.

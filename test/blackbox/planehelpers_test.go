@@ -43,64 +43,10 @@ func bbSHA(b []byte) string {
 // bbETag is the etag the contract requires for body.
 func bbETag(body []byte) string { return `"sha256:` + bbSHA(body) + `"` }
 
-// bbDo sends one raw request and reads the response within deadline. A HEAD response carries a
-// content-length but no body, so its length is not checked.
+// bbDo sends one raw request and reads the response within deadline.
 func bbDo(t testing.TB, addr, method, target string, deadline time.Duration, headers ...string) harness.Response {
 	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, target, addr)
-	for _, h := range headers {
-		b.WriteString(h + "\r\n")
-	}
-	b.WriteString("\r\n")
-	return bbRawWithin(t, addr, b.String(), deadline, method == "HEAD")
-}
-
-// bbRawWithin writes request as given and reads until the server closes, failing the test
-// when that takes longer than deadline.
-func bbRawWithin(t testing.TB, addr, request string, deadline time.Duration, head bool) harness.Response {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(deadline))
-	if _, err := io.WriteString(conn, request); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(conn)
-	if err != nil {
-		t.Fatalf("no complete response within %v: %v (got %q)", deadline, err, raw)
-	}
-	if !head {
-		return harness.Parse(t, raw)
-	}
-	headPart, body, ok := bytes.Cut(raw, []byte("\r\n\r\n"))
-	if !ok {
-		t.Fatalf("no header/body separator in %q", raw)
-	}
-	// Parse the head alone (its content-length then has no body to match).
-	r := harness.Parse(t, append(bbStripContentLength(headPart), []byte("\r\n\r\n")...))
-	r.Body, r.Raw = body, raw
-	r.Header["x-bb-head"] = []string{"1"} // marks a HEAD response for bbRefusal (never sent by a server)
-	for _, line := range strings.Split(string(headPart), "\r\n")[1:] {
-		if name, value, _ := strings.Cut(line, ":"); strings.EqualFold(strings.TrimSpace(name), "content-length") {
-			r.Header["content-length"] = []string{strings.TrimSpace(value)}
-		}
-	}
-	return r
-}
-
-func bbStripContentLength(head []byte) []byte {
-	var out []string
-	for _, line := range strings.Split(string(head), "\r\n") {
-		if name, _, _ := strings.Cut(line, ":"); strings.EqualFold(strings.TrimSpace(name), "content-length") {
-			continue
-		}
-		out = append(out, line)
-	}
-	return []byte(strings.Join(out, "\r\n"))
+	return harness.RawWithin(t, addr, harness.RequestText(addr, method, target, headers...), deadline)
 }
 
 // bbGet is a GET with a 10 s deadline.
@@ -194,7 +140,7 @@ func bbRefusal(t testing.TB, r harness.Response, status int, code string) string
 	} else if r.Has("allow") {
 		t.Errorf("allow header on a %d", status)
 	}
-	if r.Header["x-bb-head"] != nil {
+	if r.Head {
 		return "" // a HEAD response has no body to look at
 	}
 	var body bbErrorBody

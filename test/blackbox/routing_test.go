@@ -145,7 +145,7 @@ func TestEveryMethodButGETIsRefused405(t *testing.T) {
 				send := func() harness.Response {
 					if method == "POST" || method == "PUT" || method == "PATCH" {
 						req := method + " " + route.target + " HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
-						return bbRawWithin(t, s.addr, req, 10*time.Second, false)
+						return harness.RawWithin(t, s.addr, req, 10*time.Second)
 					}
 					return bbDo(t, s.addr, method, route.target, 10*time.Second)
 				}
@@ -318,7 +318,7 @@ func TestEveryResourcesResponseClosesTheConnection(t *testing.T) {
 		{"HTTP/1.1 pipelined second request is not answered", "GET /resources/files/report.md HTTP/1.1\r\nHost: x\r\n\r\nGET /resources/files/dir/report.md HTTP/1.1\r\nHost: x\r\n\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := bbRawWithin(t, p.Ready.Listen, tc.request, 5*time.Second, false)
+			r := harness.RawWithin(t, p.Ready.Listen, tc.request, 5*time.Second)
 			if got := r.Get("connection"); got != "close" {
 				t.Errorf("connection %q, want close:\n%s", got, r.Raw)
 			}

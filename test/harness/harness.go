@@ -247,6 +247,8 @@ type Response struct {
 	Header map[string][]string
 	Body   []byte
 	Raw    []byte
+	// Head is set on the answer to a HEAD request, whose content-length describes no body.
+	Head bool
 }
 
 // Get returns the first value of the named header (any case), or "".
@@ -272,36 +274,49 @@ func (r Response) JSON(t testing.TB) map[string]any {
 	return m
 }
 
-// Raw sends request bytes exactly as given to addr and reads until the server closes.
+// Raw sends request bytes exactly as given to addr and reads until the server closes, within
+// 30 s.
 func Raw(t testing.TB, addr, request string) Response {
+	t.Helper()
+	return RawWithin(t, addr, request, 30*time.Second)
+}
+
+// RawWithin is Raw with a deadline for the whole exchange: a response not complete by then
+// fails the test. The answer to a HEAD request is parsed as a head without a body.
+func RawWithin(t testing.TB, addr, request string, deadline time.Duration) Response {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(deadline))
 	if _, err := io.WriteString(conn, request); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := io.ReadAll(conn)
 	if err != nil {
-		t.Fatalf("reading the response: %v", err)
+		t.Fatalf("no complete response within %v: %v (got %q)", deadline, err, raw)
 	}
-	return Parse(t, raw)
+	return parse(t, raw, strings.HasPrefix(request, "HEAD "))
 }
 
-// Request sends "<method> <target> HTTP/1.1" with a Host header and the given extra header
-// lines ("Name: value"), and returns the response.
-func Request(t testing.TB, addr, method, target string, headers ...string) Response {
-	t.Helper()
+// RequestText is "<method> <target> HTTP/1.1" with a Host header for addr, the given extra
+// header lines ("Name: value") and the blank line that ends the head.
+func RequestText(addr, method, target string, headers ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, target, addr)
 	for _, h := range headers {
 		b.WriteString(h + "\r\n")
 	}
 	b.WriteString("\r\n")
-	return Raw(t, addr, b.String())
+	return b.String()
+}
+
+// Request sends RequestText(addr, method, target, headers...) and returns the response.
+func Request(t testing.TB, addr, method, target string, headers ...string) Response {
+	t.Helper()
+	return Raw(t, addr, RequestText(addr, method, target, headers...))
 }
 
 // Get sends a raw GET for target.
@@ -314,11 +329,18 @@ func Get(t testing.TB, addr, target string, headers ...string) Response {
 // body's length matches content-length when one was sent.
 func Parse(t testing.TB, raw []byte) Response {
 	t.Helper()
-	head, body, ok := bytes.Cut(raw, []byte("\r\n\r\n"))
+	return parse(t, raw, false)
+}
+
+// parse is Parse; for the answer to a HEAD request (head) content-length describes a body that
+// is not sent, so it is not checked, and Head is set.
+func parse(t testing.TB, raw []byte, head bool) Response {
+	t.Helper()
+	headPart, body, ok := bytes.Cut(raw, []byte("\r\n\r\n"))
 	if !ok {
 		t.Fatalf("no header/body separator in %q", raw)
 	}
-	lines := strings.Split(string(head), "\r\n")
+	lines := strings.Split(string(headPart), "\r\n")
 	fields := strings.SplitN(lines[0], " ", 3)
 	if len(fields) < 2 {
 		t.Fatalf("bad status line %q", lines[0])
@@ -327,13 +349,13 @@ func Parse(t testing.TB, raw []byte) Response {
 	if err != nil {
 		t.Fatalf("bad status line %q", lines[0])
 	}
-	r := Response{Status: status, Header: map[string][]string{}, Body: body, Raw: raw}
+	r := Response{Status: status, Header: map[string][]string{}, Body: body, Raw: raw, Head: head}
 	for _, line := range lines[1:] {
 		name, value, _ := strings.Cut(line, ":")
 		key := strings.ToLower(strings.TrimSpace(name))
 		r.Header[key] = append(r.Header[key], strings.TrimSpace(value))
 	}
-	if cl := r.Get("content-length"); cl != "" && cl != strconv.Itoa(len(body)) {
+	if cl := r.Get("content-length"); !head && cl != "" && cl != strconv.Itoa(len(body)) {
 		t.Fatalf("content-length %s but %d body bytes", cl, len(body))
 	}
 	return r

@@ -2,6 +2,7 @@ package resplane
 
 import (
 	"encoding/hex"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -27,4 +28,20 @@ func NewSessionID() (string, error) {
 		return "", err
 	}
 	return "ses_" + hex.EncodeToString(id[:]), nil
+}
+
+// CheckReadBudget refuses a --read-buffer-budget that could never grant one read of a file of
+// a declared plane's max_bytes: such a read reserves application.BufferFor(max_bytes).
+func CheckReadBudget(m manifest.Manifest, budget int64) error {
+	need := int64(0)
+	if m.Files != nil {
+		need = application.BufferFor(m.Files.MaxBytes.Int64())
+	}
+	if m.PeerFiles != nil {
+		need = max(need, application.BufferFor(m.PeerFiles.MaxBytes.Int64()))
+	}
+	if budget < need {
+		return fmt.Errorf("--read-buffer-budget (%d bytes) must be at least %d bytes: one read of a file of max_bytes needs that much", budget, need)
+	}
+	return nil
 }

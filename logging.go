@@ -1,6 +1,7 @@
 package resplane
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"time"
@@ -35,6 +36,9 @@ func NewLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 type redactingWriter struct{ w io.Writer }
 
 func (r redactingWriter) Write(p []byte) (int, error) {
+	if !bytes.Contains(p, []byte("mh1.")) {
+		return r.w.Write(p)
+	}
 	redacted := handle.Redact(string(p))
 	if _, err := io.WriteString(r.w, redacted); err != nil {
 		return 0, err

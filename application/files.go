@@ -97,9 +97,10 @@ func (s *Files) list(method string, gen uint64) (*Listing, error) {
 	}
 	hashBuf := s.reader.pool.get(hashChunk)
 	defer s.reader.pool.put(hashBuf)
+	h := sha256.New()
 	err := s.fs.Walk(s.plane.Root, s.session.Containment, func(path string, f ports.File) error {
-		h := sha256.New()
-		n, err := io.CopyBuffer(h, f, hashBuf)
+		h.Reset()
+		n, err := io.CopyBuffer(h, f, hashBuf.bytes)
 		if err != nil {
 			return nil // a file that cannot be hashed is left out, silently
 		}

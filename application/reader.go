@@ -18,7 +18,8 @@ import (
 // never beyond maxBytes+1 bytes, and the sha256 is computed over exactly the bytes served.
 //
 // Memory is bounded twice: a read buffers at most maxBytes+1 bytes, and every buffer is
-// reserved from a shared ReadBudget first, so concurrent large reads wait for room.
+// reserved from a shared ReadBudget first — its whole capacity, size-class rounding included —
+// so concurrent large reads wait for room and the memory reads hold never exceeds the budget.
 type Reader struct {
 	budget ports.ReadBudget
 	pool   *bufferPool
@@ -49,6 +50,11 @@ func (b *Body) Release() {
 // ETag returns the validator header value: "sha256:<hex>" with its double quotes.
 func (b *Body) ETag() string { return `"sha256:` + b.SHA256 + `"` }
 
+// BufferFor is the most memory one read under a ceiling of maxBytes reserves from the budget:
+// maxBytes+1 bytes rounded up to the buffer's size class. A budget smaller than this could
+// never grant such a read.
+func BufferFor(maxBytes int64) int64 { return int64(capacityFor(int(maxBytes + 1))) }
+
 // Read reads f whole. A file whose size is above maxBytes is refused too_large without a read;
 // a file that grows past maxBytes while being read is refused too_large as well.
 func (r *Reader) Read(ctx context.Context, f ports.File, maxBytes int64) (*Body, error) {
@@ -57,27 +63,29 @@ func (r *Reader) Read(ctx context.Context, f ports.File, maxBytes int64) (*Body,
 		return nil, refusal.TooLargeFor(maxBytes)
 	}
 	// One byte more than the size tells whether the file grew since it was opened.
-	reserved := min(size, maxBytes) + 1
-	if err := r.budget.Reserve(ctx, reserved); err != nil {
+	want := min(size, maxBytes) + 1
+	held := int64(capacityFor(int(want)))
+	if err := r.budget.Reserve(ctx, held); err != nil {
 		return nil, err
 	}
-	buf := r.pool.get(int(reserved))
-	n, err := io.ReadFull(f, buf)
-	for err == nil && reserved <= maxBytes {
+	buf := r.pool.get(int(want))
+	n, err := io.ReadFull(f, buf.bytes)
+	for err == nil && want <= maxBytes {
 		// The file grew; keep reading up to maxBytes+1 in all, doubling the buffer.
-		more := min(reserved, maxBytes+1-reserved)
+		bigger := min(2*want, maxBytes+1)
+		more := int64(capacityFor(int(bigger))) - held
 		if err = r.budget.Reserve(ctx, more); err != nil {
 			break
 		}
-		bigger := r.pool.get(int(reserved + more))
-		copy(bigger, buf[:n])
+		next := r.pool.get(int(bigger))
+		copy(next.bytes, buf.bytes[:n])
 		r.pool.put(buf)
-		buf, reserved = bigger, reserved+more
+		buf, want, held = next, bigger, held+more
 		var m int
-		m, err = io.ReadFull(f, buf[n:])
+		m, err = io.ReadFull(f, buf.bytes[n:])
 		n += m
 	}
-	release := func() { r.pool.put(buf); r.budget.Release(reserved) }
+	release := func() { r.pool.put(buf); r.budget.Release(held) }
 	switch {
 	case err == nil || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 	default:
@@ -88,8 +96,9 @@ func (r *Reader) Read(ctx context.Context, f ports.File, maxBytes int64) (*Body,
 		release()
 		return nil, refusal.TooLargeFor(maxBytes)
 	}
-	sum := sha256.Sum256(buf[:n])
-	return &Body{Bytes: buf[:n], SHA256: hex.EncodeToString(sum[:]), ModTime: f.ModTime(), release: release}, nil
+	data := buf.bytes[:n]
+	sum := sha256.Sum256(data)
+	return &Body{Bytes: data, SHA256: hex.EncodeToString(sum[:]), ModTime: f.ModTime(), release: release}, nil
 }
 
 // readFailure turns a read error into a refusal whose message holds the operating system's

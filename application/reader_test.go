@@ -80,27 +80,27 @@ func TestReaderNamesTheLimitOnTooLarge(t *testing.T) {
 	}
 }
 
-func TestReaderReturnsItsReservationOnRelease(t *testing.T) {
-	reader, b := newReader(t, 100)
+func TestReaderReservesTheBuffersWholeCapacityUntilRelease(t *testing.T) {
+	reader, b := newReader(t, 8192)
 	body, err := reader.Read(context.Background(), &growingFile{strings.NewReader("0123456789"), 10}, 99)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := b.Reserve(ctx, 95); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("the read's 11 bytes were not held: Reserve = %v", err)
+	if err := b.Reserve(ctx, 8192-4096+1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the read's 4 KiB buffer was not held: Reserve = %v", err)
 	}
 	body.Release()
 	body.Release() // a second release is harmless
-	if err := b.Reserve(context.Background(), 100); err != nil {
+	if err := b.Reserve(context.Background(), 8192); err != nil {
 		t.Fatalf("after Release the whole budget should be free: %v", err)
 	}
 }
 
 func TestReaderWaitsForBudgetAndGivesUpWithTheRequest(t *testing.T) {
-	reader, b := newReader(t, 8)
-	if err := b.Reserve(context.Background(), 8); err != nil {
+	reader, b := newReader(t, 8192)
+	if err := b.Reserve(context.Background(), 8192); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -108,6 +108,14 @@ func TestReaderWaitsForBudgetAndGivesUpWithTheRequest(t *testing.T) {
 	_, err := reader.Read(ctx, &growingFile{strings.NewReader("abc"), 3}, 7)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Read = %v; want it to wait and then give up with its context", err)
+	}
+}
+
+func TestABufferForMaxBytesCoversEveryRead(t *testing.T) {
+	for _, maxBytes := range []int64{0, 1, 4095, 4096, 10 << 20, 64 << 20, 100 << 20} {
+		if got := application.BufferFor(maxBytes); got < maxBytes+1 || got > (maxBytes+1)*5/4+4096 {
+			t.Errorf("BufferFor(%d) = %d; want at least max_bytes+1 and at most 25%% more (or 4 KiB)", maxBytes, got)
+		}
 	}
 }
 

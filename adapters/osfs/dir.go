@@ -3,6 +3,7 @@ package osfs
 import (
 	"bytes"
 	"encoding/binary"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -67,7 +68,9 @@ func (d *dirFD) Entries() ([]resolve.Entry, error) {
 		fd = rfd
 	}
 	var entries []resolve.Entry
-	buf := make([]byte, 32<<10)
+	pooled := direntBuffers.Get().(*[]byte)
+	defer direntBuffers.Put(pooled)
+	buf := *pooled
 	for {
 		n, err := retry(func() (int, error) { return unix.Getdents(fd, buf) })
 		if err != nil {
@@ -79,6 +82,13 @@ func (d *dirFD) Entries() ([]resolve.Entry, error) {
 		entries = appendDirents(entries, fd, buf[:n])
 	}
 }
+
+// direntBuffers recycles the buffers directory entries are read into, so a listing of many
+// directories does not allocate one per directory.
+var direntBuffers = sync.Pool{New: func() any {
+	buf := make([]byte, 32<<10)
+	return &buf
+}}
 
 // The layout of struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1),
 // then the NUL-terminated name, padded to d_reclen.

@@ -120,7 +120,8 @@ func (fs *FS) OpenFile(root string, rel pathpolicy.RelPath, class containment.Cl
 // with resolve.Replaced, and OpenFile resolves again.
 func (fs *FS) openOnce(root string, rel pathpolicy.RelPath, class containment.Class) (ports.File, error) {
 	if fs.openat2.Load() {
-		if f, done, err := fs.openFast(root+"/"+rel.String(), rel.String()); done {
+		path := rel.String()
+		if f, done, err := fs.openFast(root+"/"+path, path); done {
 			return f, err
 		}
 	}

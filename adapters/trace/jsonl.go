@@ -85,18 +85,26 @@ func (t *File) Start(e dtrace.SessionStart) {
 	if t.cfg.Parent != "" {
 		return
 	}
+	body, ok := t.encodeBody(e)
+	if !ok {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if id, ok := t.writeLocked(e); ok {
+	if id, ok := t.writeLocked(e.Type(), body); ok {
 		t.root = id
 	}
 }
 
 // Record implements ports.TraceSink.
 func (t *File) Record(e dtrace.Event) {
+	body, ok := t.encodeBody(e)
+	if !ok {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.writeLocked(e)
+	t.writeLocked(e.Type(), body)
 }
 
 // End writes session_end, on a graceful shutdown only. It writes nothing in a joined session.
@@ -114,31 +122,49 @@ func (t *File) Close() error {
 	return t.f.Close()
 }
 
-// writeLocked encodes and writes one line, returning its event_id.
-func (t *File) writeLocked(e dtrace.Event) (string, bool) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		t.report(fmt.Errorf("trace: new event id for %s: %w", e.Type(), err))
-		return "", false
-	}
-	eventID := "evt_" + hex.EncodeToString(id[:])
-	envelope := []dtrace.Field{
-		{Key: "event_type", Value: e.Type()},
-		{Key: "event_id", Value: eventID},
-		{Key: "parent_id", Value: t.root},
-		{Key: "session_id", Value: t.cfg.SessionID},
-		{Key: "timestamp", Value: t.cfg.Clock.Now().UnixMilli()},
-	}
-	line, err := encodeLine(envelope, e.Fields())
+// encodeBody encodes and redacts the event's own fields outside the lock that serialises
+// writes; only the small envelope is built and redacted under it.
+func (t *File) encodeBody(e dtrace.Event) (string, bool) {
+	body, err := encodeFields(e.Fields())
 	if err != nil {
 		t.report(fmt.Errorf("trace: encode %s: %w", e.Type(), err))
 		return "", false
 	}
 	if t.cfg.Redact != nil {
-		line = t.cfg.Redact(line)
+		body = t.cfg.Redact(body)
 	}
-	if _, err := t.f.WriteString(line); err != nil {
-		t.report(fmt.Errorf("trace: write %s: %w", e.Type(), err))
+	return body, true
+}
+
+// writeLocked prefixes body with the envelope and writes the line, returning its event_id.
+// Holding the lock while the id and timestamp are taken keeps lines in timestamp order.
+func (t *File) writeLocked(eventType, body string) (string, bool) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		t.report(fmt.Errorf("trace: new event id for %s: %w", eventType, err))
+		return "", false
+	}
+	eventID := "evt_" + hex.EncodeToString(id[:])
+	envelope, err := encodeFields([]dtrace.Field{
+		{Key: "event_type", Value: eventType},
+		{Key: "event_id", Value: eventID},
+		{Key: "parent_id", Value: t.root},
+		{Key: "session_id", Value: t.cfg.SessionID},
+		{Key: "timestamp", Value: t.cfg.Clock.Now().UnixMilli()},
+	})
+	if err != nil {
+		t.report(fmt.Errorf("trace: encode %s: %w", eventType, err))
+		return "", false
+	}
+	if t.cfg.Redact != nil {
+		envelope = t.cfg.Redact(envelope) // a session id may look like a token too
+	}
+	line := "{" + envelope
+	if body != "" {
+		line += "," + body
+	}
+	if _, err := t.f.WriteString(line + "}\n"); err != nil {
+		t.report(fmt.Errorf("trace: write %s: %w", eventType, err))
 		return "", false
 	}
 	return eventID, true
@@ -150,32 +176,27 @@ func (t *File) report(err error) {
 	}
 }
 
-// encodeLine renders the fields as one JSON object in the given order, newline included.
-func encodeLine(groups ...[]dtrace.Field) (string, error) {
+// encodeFields renders the fields as the members of a JSON object, in the given order and
+// without the braces: "key":value pairs joined by commas.
+func encodeFields(fields []dtrace.Field) (string, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	b.WriteByte('{')
-	first := true
-	for _, fields := range groups {
-		for _, f := range fields {
-			if !first {
-				b.WriteByte(',')
-			}
-			first = false
-			// Encode appends a newline after each value; drop it.
-			if err := enc.Encode(f.Key); err != nil {
-				return "", err
-			}
-			b.Truncate(b.Len() - 1)
-			b.WriteByte(':')
-			if err := enc.Encode(validUTF8(f.Value)); err != nil {
-				return "", fmt.Errorf("field %s: %w", f.Key, err)
-			}
-			b.Truncate(b.Len() - 1)
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteByte(',')
 		}
+		// Encode appends a newline after each value; drop it.
+		if err := enc.Encode(f.Key); err != nil {
+			return "", err
+		}
+		b.Truncate(b.Len() - 1)
+		b.WriteByte(':')
+		if err := enc.Encode(validUTF8(f.Value)); err != nil {
+			return "", fmt.Errorf("field %s: %w", f.Key, err)
+		}
+		b.Truncate(b.Len() - 1)
 	}
-	b.WriteString("}\n")
 	return b.String(), nil
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/resplane/resplane/adapters/config"
 	"github.com/resplane/resplane/domain/audience"
 	"github.com/resplane/resplane/domain/diag"
-	"github.com/resplane/resplane/domain/manifest"
 )
 
 // shutdownGrace is how long in-flight requests may take to finish after SIGINT or SIGTERM.
@@ -115,8 +114,8 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 	if _, d := resplane.RunLaunchChecks(m, settings.AfterTask, workdir); d != nil {
 		return refuseLaunch(stderr, d)
 	}
-	if msg := budgetProblem(m, settings.ReadBufferBudget.Int64()); msg != "" {
-		fmt.Fprintf(stderr, "resplane serve: %s\n", msg)
+	if err := resplane.CheckReadBudget(m, settings.ReadBufferBudget.Int64()); err != nil {
+		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
 		return exitUsage
 	}
 
@@ -169,22 +168,6 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		return exitFailure
 	}
 	return exitOK
-}
-
-// budgetProblem explains why the read buffer budget cannot serve a declared plane, or returns
-// "": a single read buffers up to max_bytes+1 bytes, so a smaller budget could never grant it.
-func budgetProblem(m manifest.Manifest, budget int64) string {
-	need := int64(0)
-	if m.Files != nil {
-		need = m.Files.MaxBytes.Int64() + 1
-	}
-	if m.PeerFiles != nil {
-		need = max(need, m.PeerFiles.MaxBytes.Int64()+1)
-	}
-	if budget < need {
-		return fmt.Sprintf("--read-buffer-budget (%d bytes) must be larger than every declared max_bytes (%d bytes needed)", budget, need)
-	}
-	return ""
 }
 
 func orDefault(value, fallback string) string {

@@ -445,3 +445,25 @@ func TestPortInUseExitsOneAndCreatesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestReadBudgetTooSmallForMaxBytesExitsTwoAndCreatesNothing pins the launch refusal of a
+// --read-buffer-budget that could never grant one read of a file of max_bytes (one line on
+// stderr naming the flag and the bytes needed, exit 2, nothing created), and that a budget
+// just large enough is accepted.
+func TestReadBudgetTooSmallForMaxBytesExitsTwoAndCreatesNothing(t *testing.T) {
+	dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", "10Mi"), nil)
+	before := bbTree(t, dir)
+	code, stdout, stderr := harness.RunCLI(t, nil, "serve", "--manifest", manifest, "--workdir", dir+"/wd",
+		"--listen", "127.0.0.1:0", "--read-buffer-budget", "10Mi")
+	if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 ||
+		!strings.Contains(stderr, "--read-buffer-budget") || !strings.Contains(stderr, "12582912 bytes") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and one line naming the 12582912 bytes needed", code, stdout, stderr)
+	}
+	if after := bbTree(t, dir); !slices.Equal(before, after) {
+		t.Errorf("created %v", after)
+	}
+	p := harness.Serve(t, nil, "--manifest", manifest, "--workdir", dir+"/wd", "--listen", "127.0.0.1:0", "--read-buffer-budget", "12Mi")
+	if r := harness.Get(t, p.Ready.Listen, "/resources/files"); r.Status != 200 {
+		t.Fatalf("listing with a 12Mi budget answered %d", r.Status)
+	}
+}

@@ -19,6 +19,7 @@ package resolve
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/resplane/resplane/domain/refusal"
@@ -136,6 +137,12 @@ type rule struct {
 	follow bool
 	// allowBase says whether a final target equal to the base itself is acceptable.
 	allowBase bool
+	// passOutside says whether a step out of the base may come back into it: the steps taken
+	// outside are then followed lexically from the base's canonical path, and resolution
+	// resumes for real at the moment they re-enter the base. It holds for the declared root
+	// (which must resolve inside the workdir, contract §9), never beneath the root (where
+	// leaving is refused even if the path would come back, contract §3.2).
+	passOutside bool
 }
 
 type frame struct {
@@ -165,7 +172,15 @@ func resolve(base Dir, names []string, r rule) (*Result, error) {
 		case "..":
 			if len(stack) == 1 {
 				release()
-				return nil, refusal.New(refusal.OutsideRoot)
+				if !r.passOutside {
+					return nil, refusal.New(refusal.OutsideRoot)
+				}
+				rest, ok := reenter(r.boundary[:len(r.boundary)-1], popAll(&pending), r.boundary)
+				if !ok {
+					return nil, refusal.New(refusal.OutsideRoot)
+				}
+				pending = pushReversed(pending, rest)
+				continue
 			}
 			_ = stack[len(stack)-1].dir.Close()
 			stack = stack[:len(stack)-1]
@@ -194,7 +209,11 @@ func resolve(base Dir, names []string, r rule) (*Result, error) {
 				return nil, refusal.New(refusal.NotFound)
 			}
 			if strings.HasPrefix(target, "/") {
-				rest, ok := beneath(strings.Split(target, "/"), r.boundary)
+				match := beneath
+				if r.passOutside {
+					match = func(target, boundary []string) ([]string, bool) { return reenter(nil, target, boundary) }
+				}
+				rest, ok := match(strings.Split(target, "/"), r.boundary)
 				if !ok {
 					release()
 					return nil, refusal.New(refusal.OutsideRoot)
@@ -259,6 +278,40 @@ func beneath(target, boundary []string) ([]string, bool) {
 	return target[i:], true
 }
 
+// reenter follows names lexically from position, an absolute location outside the base given
+// as components ("" and "." stay, ".." goes up, never above "/"), until the location is the
+// base or beneath it; it returns the names still to resolve from the base. Outside the base
+// nothing is looked up, so a symlink out there is not followed: a path that only comes back
+// through one is refused.
+func reenter(position, names, boundary []string) ([]string, bool) {
+	position = append([]string(nil), position...)
+	for i, name := range names {
+		switch name {
+		case "", ".":
+		case "..":
+			if len(position) > 0 {
+				position = position[:len(position)-1]
+			}
+		default:
+			position = append(position, name)
+		}
+		if len(position) >= len(boundary) && slices.Equal(position[:len(boundary)], boundary) {
+			return append(position[len(boundary):], names[i+1:]...), true
+		}
+	}
+	return nil, false
+}
+
+// popAll empties pending, returning its names in resolution order.
+func popAll(pending *[]string) []string {
+	names := make([]string, 0, len(*pending))
+	for i := len(*pending) - 1; i >= 0; i-- {
+		names = append(names, (*pending)[i])
+	}
+	*pending = (*pending)[:0]
+	return names
+}
+
 func pushReversed(pending, names []string) []string {
 	for i := len(names) - 1; i >= 0; i-- {
 		pending = append(pending, names[i])
@@ -301,17 +354,19 @@ func asRefusal(err error) error {
 }
 
 // root resolves the declared export root beneath the workdir (contract §9): symlinks on it are
-// followed at every class, every step stays the canonical workdir or beneath it, and the
-// root may be the workdir itself. A root that does not exist or is not a directory is
+// followed at every class, the result must be the canonical workdir or beneath it (a link
+// that steps out and comes straight back, such as out -> ../wd/real, is followed lexically
+// while outside), and the root may be the workdir itself. A root that does not exist or is not a directory is
 // not_found. It returns the root and its canonical absolute path.
 func root(workdir Dir, workdirPath, declared string) (*Result, string, error) {
 	if declared == "" || strings.HasPrefix(declared, "/") {
 		return nil, "", refusal.New(refusal.OutsideRoot)
 	}
 	r, err := resolve(workdir, strings.Split(declared, "/"), rule{
-		boundary:  components(workdirPath),
-		follow:    true,
-		allowBase: true,
+		boundary:    components(workdirPath),
+		follow:      true,
+		allowBase:   true,
+		passOutside: true,
 	})
 	if err != nil {
 		return nil, "", err

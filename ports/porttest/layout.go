@@ -1,6 +1,7 @@
 package porttest
 
 import (
+	"path"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +13,7 @@ import (
 //
 //	"out/real.txt": "bytes"        a regular file holding the value
 //	"out/alias.txt -> real.txt": "" a symlink; $WD in the target stands for the workdir's
-//	                                canonical absolute path
+//	                                canonical absolute path, $WDNAME for its last component
 //	"out/dir/": ""                 an empty directory
 //	"out/pipe|": ""                a FIFO
 //	"out/sock=": ""                a socket
@@ -74,6 +75,7 @@ func (l Layout) Entries(workdir string) []Entry {
 		case strings.Contains(key, " -> "):
 			e.Kind = Symlink
 			key, e.Target, _ = strings.Cut(key, " -> ")
+			e.Target = strings.ReplaceAll(e.Target, "$WDNAME", path.Base(workdir))
 			e.Target = strings.ReplaceAll(e.Target, "$WD", workdir)
 		case strings.HasSuffix(key, "/"):
 			e.Kind, key = Dir, strings.TrimSuffix(key, "/")

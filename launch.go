@@ -8,6 +8,9 @@ import (
 	"net"
 	"time"
 
+	"github.com/resplane/resplane/adapters/control"
+	"github.com/resplane/resplane/adapters/httpapi"
+
 	"github.com/rs/zerolog"
 
 	"github.com/resplane/resplane/domain/containment"
@@ -49,4 +52,11 @@ func (l Launch) Planes() []string {
 		planes = append(planes, "peer_files")
 	}
 	return planes
+}
+
+// Handlers are the two inbound edges of a service: the resource listener's routes and the
+// control API.
+type Handlers struct {
+	Resources *httpapi.Resources
+	Control   *control.API
 }

@@ -52,14 +52,20 @@ var applicationSet = wire.NewSet(
 	provideFetchPeerFile,
 )
 
-// edgeSet provides the inbound side: the resource listener and the control socket.
-var edgeSet = wire.NewSet(
+// handlerSet provides the inbound handlers: the resource listener's routes and the control API.
+var handlerSet = wire.NewSet(
 	provideTools,
 	provideAgentCard,
 	httpapi.NewResources,
+	provideControlAPI,
+)
+
+// edgeSet provides the inbound side: the handlers, the resource listener and the control
+// socket, and the service that runs them.
+var edgeSet = wire.NewSet(
+	handlerSet,
 	provideResourceListener,
 	provideResourceServer,
-	provideControlAPI,
 	provideControlServer,
 	provideControlListener,
 	provideService,
@@ -70,4 +76,14 @@ var edgeSet = wire.NewSet(
 func InitializeService(l Launch) (*Service, func(), error) {
 	wire.Build(adapterSet, applicationSet, edgeSet)
 	return nil, nil, nil
+}
+
+// InitializeHandlers assembles the use cases and both inbound handlers over ports the caller
+// supplies — the in-memory filesystem, a manual clock, a trace recorder, fake peers — so a
+// component test can drive the whole application in process, without sockets or disk.
+func InitializeHandlers(l Launch, fs ports.ExportFS, budget ports.ReadBudget, clk ports.Clock, sink ports.TraceSink,
+	key ports.InstanceKey, nonces ports.NonceSource, cards ports.CardFetcher, redeemer ports.PeerRedeemer,
+	inbox ports.PeerInbox) (*Handlers, error) {
+	wire.Build(applicationSet, handlerSet, wire.Struct(new(Handlers), "*"))
+	return nil, nil
 }

@@ -96,6 +96,29 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	}, nil
 }
 
+// InitializeHandlers assembles the use cases and both inbound handlers over ports the caller
+// supplies — the in-memory filesystem, a manual clock, a trace recorder, fake peers — so a
+// component test can drive the whole application in process, without sockets or disk.
+func InitializeHandlers(l Launch, fs ports.ExportFS, budget ports.ReadBudget, clk ports.Clock, sink ports.TraceSink, key ports.InstanceKey, nonces ports.NonceSource, cards ports.CardFetcher, redeemer ports.PeerRedeemer, inbox ports.PeerInbox) (*Handlers, error) {
+	session := provideSession(l)
+	reader := application.NewReader(budget)
+	files := provideFiles(l, session, fs, reader, sink)
+	peerIssuer := provideIssuer(l, key)
+	redeem := provideRedeem(l, peerIssuer, session, fs, reader, clk, sink)
+	agentCard := provideAgentCard(l)
+	resources := httpapi.NewResources(files, redeem, agentCard)
+	v := provideTools(l)
+	tasks := application.NewTasks(session)
+	shareFile := provideShareFile(l, peerIssuer, session, fs, cards, nonces, clk, sink)
+	fetchPeerFile := provideFetchPeerFile(l, redeemer, inbox, sink)
+	api := provideControlAPI(l, v, tasks, shareFile, fetchPeerFile)
+	handlers := &Handlers{
+		Resources: resources,
+		Control:   api,
+	}
+	return handlers, nil
+}
+
 // wire.go:
 
 // adapterSet provides the outbound adapters and binds each to the port it implements. This is
@@ -113,12 +136,18 @@ var applicationSet = wire.NewSet(
 	provideFetchPeerFile,
 )
 
-// edgeSet provides the inbound side: the resource listener and the control socket.
-var edgeSet = wire.NewSet(
+// handlerSet provides the inbound handlers: the resource listener's routes and the control API.
+var handlerSet = wire.NewSet(
 	provideTools,
-	provideAgentCard, httpapi.NewResources, provideResourceListener,
+	provideAgentCard, httpapi.NewResources, provideControlAPI,
+)
+
+// edgeSet provides the inbound side: the handlers, the resource listener and the control
+// socket, and the service that runs them.
+var edgeSet = wire.NewSet(
+	handlerSet,
+	provideResourceListener,
 	provideResourceServer,
-	provideControlAPI,
 	provideControlServer,
 	provideControlListener,
 	provideService,

@@ -1,8 +1,8 @@
 package porttest
 
 import (
-	"path"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"

@@ -42,6 +42,7 @@ func provideWorkdirFS(l Launch) (*osfs.FS, func(), error) {
 	return fs, func() { _ = fs.Close() }, nil
 }
 
+// provideInbox opens peer-in's workdir; the unused *osfs.FS orders it after the workdir exists.
 func provideInbox(l Launch, _ *osfs.FS) (*inbox.Inbox, func(), error) {
 	in, err := inbox.Open(l.Workdir)
 	if err != nil {
@@ -69,6 +70,8 @@ func provideIssuer(l Launch, key ports.InstanceKey) application.PeerIssuer {
 	return application.PeerIssuer{SessionID: l.SessionID, Key: key}
 }
 
+// provideTrace opens the trace; the unused *osfs.FS orders it after the workdir exists, since
+// the default trace path lies inside it.
 func provideTrace(l Launch, clk *clock.System, _ *osfs.FS) (*tracefile.File, func(), error) {
 	log := l.Log
 	sink, err := tracefile.Open(tracefile.Config{

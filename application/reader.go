@@ -66,7 +66,10 @@ func (r *Reader) Read(ctx context.Context, f ports.File, maxBytes int64) (*Body,
 	want := min(size, maxBytes) + 1
 	held := int64(capacityFor(int(want)))
 	if err := r.budget.Reserve(ctx, held); err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, refusal.New(refusal.IOError)
 	}
 	buf := r.pool.get(int(want))
 	n, err := io.ReadFull(f, buf.bytes)
@@ -74,13 +77,21 @@ func (r *Reader) Read(ctx context.Context, f ports.File, maxBytes int64) (*Body,
 		// The file grew; keep reading up to maxBytes+1 in all, doubling the buffer.
 		bigger := min(2*want, maxBytes+1)
 		more := int64(capacityFor(int(bigger))) - held
-		if err = r.budget.Reserve(ctx, more); err != nil {
+		if !r.budget.TryReserve(more) {
+			// Waiting for more while holding a reservation could deadlock against a reader
+			// waiting for this one's memory; a file that grows under a busy budget is refused.
+			err = refusal.IO("the file grew while it was being read")
 			break
 		}
-		next := r.pool.get(int(bigger))
-		copy(next.bytes, buf.bytes[:n])
-		r.pool.put(buf)
-		buf, want, held = next, bigger, held+more
+		if int(bigger) <= cap(buf.bytes) {
+			buf.bytes = buf.bytes[:bigger]
+		} else {
+			next := r.pool.get(int(bigger))
+			copy(next.bytes, buf.bytes[:n])
+			r.pool.put(buf)
+			buf = next
+		}
+		want, held = bigger, held+more
 		var m int
 		m, err = io.ReadFull(f, buf.bytes[n:])
 		n += m

@@ -134,3 +134,22 @@ func TestReaderTurnsAReadFailureIntoAnIOErrorWithoutAPath(t *testing.T) {
 		t.Fatalf("Read = %v; want io_error with the OS text and no path", err)
 	}
 }
+
+func TestAFileGrowingUnderABusyBudgetIsRefusedInsteadOfWaiting(t *testing.T) {
+	reader, b := newReader(t, 16384)
+	// Another read holds the rest of the budget, so the growing read cannot get more at once.
+	if err := b.Reserve(context.Background(), 16384-4096); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := reader.Read(ctx, &growingFile{strings.NewReader(strings.Repeat("g", 6000)), 10}, 8000)
+	r, ok := refusal.As(err)
+	if !ok || r.Code != refusal.IOError || ctx.Err() != nil {
+		t.Fatalf("Read = %v (ctx %v); want an immediate io_error, not a wait", err, ctx.Err())
+	}
+	b.Release(16384 - 4096)
+	if err := b.Reserve(context.Background(), 16384); err != nil {
+		t.Fatalf("the refused read kept part of the budget: %v", err)
+	}
+}

@@ -49,6 +49,15 @@ func (b *Budget) Reserve(ctx context.Context, n int64) error {
 	return b.sem.Acquire(ctx, n)
 }
 
+// TryReserve implements ports.ReadBudget: it takes n bytes only if they are free now and no
+// earlier reservation is waiting, and never blocks.
+func (b *Budget) TryReserve(n int64) bool {
+	if n < 0 || n > b.total {
+		return false
+	}
+	return b.sem.TryAcquire(n)
+}
+
 // Release implements ports.ReadBudget. Releasing more than is held, or a negative n, is a
 // programming error and panics, as it would otherwise corrupt the accounting for every
 // later reader.

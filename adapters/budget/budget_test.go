@@ -168,3 +168,23 @@ func TestMisuse(t *testing.T) {
 		})
 	}
 }
+
+func TestTryReserveNeverBlocks(t *testing.T) {
+	b, err := New(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.TryReserve(60) {
+		t.Fatal("60 of 100 free bytes were refused")
+	}
+	if b.TryReserve(41) {
+		t.Fatal("41 bytes were granted with only 40 free")
+	}
+	if b.TryReserve(101) || b.TryReserve(-1) {
+		t.Fatal("an impossible reservation was granted")
+	}
+	b.Release(60)
+	if !b.TryReserve(100) {
+		t.Fatal("the whole budget was refused once free")
+	}
+}

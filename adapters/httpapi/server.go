@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -10,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
+	"github.com/resplane/resplane/domain/handle"
 )
 
 // NewEcho assembles the resource listener's echo instance: panic recovery, one access-log line
@@ -31,8 +33,8 @@ func NewEcho(resources *Resources, log zerolog.Logger) *echo.Echo {
 	return e
 }
 
-// accessLog writes one info line per request with the raw target exactly as received (so an
-// operator can see what a client really sent), the status and the duration.
+// accessLog writes one info line per request with the raw target as received (so an operator
+// can see what a client really sent), the status and the duration.
 func accessLog(log zerolog.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -41,7 +43,7 @@ func accessLog(log zerolog.Logger) echo.MiddlewareFunc {
 			r := c.Request()
 			log.Info().
 				Str("method", r.Method).
-				Str("target", rawtarget.OriginalTarget(r)).
+				Str("target", loggedTarget(rawtarget.OriginalTarget(r))).
 				Int("status", c.Response().Status).
 				Int64("bytes_out", c.Response().Size).
 				Dur("duration", time.Since(start)).
@@ -64,4 +66,21 @@ func bareStatus(err error, c echo.Context) {
 		status = he.Code
 	}
 	_ = c.NoContent(status)
+}
+
+// loggedTarget is target as the access log records it: exactly as received, except that on the
+// peer route whatever follows /resources/peer/ is logged as <handle:id>, whatever its shape —
+// a token with one character percent-encoded is still a credential, and the log redactor only
+// recognises the literal form.
+func loggedTarget(target string) string {
+	path, query, hasQuery := strings.Cut(target, "?")
+	token, ok := strings.CutPrefix(path, peerRoute+"/")
+	if !ok || token == "" {
+		return target
+	}
+	logged := peerRoute + "/" + handle.Placeholder(token)
+	if hasQuery {
+		logged += "?" + query
+	}
+	return logged
 }

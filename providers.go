@@ -162,8 +162,11 @@ func provideResourceListener(l Launch) resourceListener {
 }
 
 // provideResourceServer builds the hardened resource listener's server.
-func provideResourceServer(l Launch, resources *httpapi.Resources) resourceServer {
-	srv := &http.Server{Handler: httpapi.NewEcho(resources, l.Log), ErrorLog: stdlog.New(l.Log, "", 0)}
+func provideResourceServer(l Launch, resources *httpapi.Resources, requests *inflight) resourceServer {
+	srv := &http.Server{
+		Handler: requests.track(httpapi.NewEcho(resources, l.Log)), BaseContext: requests.baseContext,
+		ErrorLog: stdlog.New(l.Log, "", 0),
+	}
 	limits.Harden(srv, limits.Options{ReadHeaderTimeout: l.ReadHeaderTimeout})
 	return resourceServer{srv}
 }
@@ -181,9 +184,10 @@ func provideControlAPI(l Launch, tools []string, tasks *application.Tasks, share
 // controlServer serves the control API on the control socket.
 type controlServer struct{ *http.Server }
 
-func provideControlServer(l Launch, api *control.API) controlServer {
+func provideControlServer(l Launch, api *control.API, requests *inflight) controlServer {
 	return controlServer{&http.Server{
-		Handler: api.NewEcho(), ReadHeaderTimeout: l.ReadHeaderTimeout, ErrorLog: stdlog.New(l.Log, "", 0),
+		Handler: requests.track(api.NewEcho()), BaseContext: requests.baseContext,
+		ReadHeaderTimeout: l.ReadHeaderTimeout, ErrorLog: stdlog.New(l.Log, "", 0),
 	}}
 }
 
@@ -201,9 +205,9 @@ func provideControlListener(l Launch, _ *tracefile.File) (controlListener, func(
 }
 
 func provideService(l Launch, resource resourceServer, resourceLn resourceListener, ctl controlServer, ctlLn controlListener,
-	sink *tracefile.File, session application.Session, tools []string) *Service {
+	requests *inflight, sink *tracefile.File, session application.Session, tools []string) *Service {
 	return &Service{
 		launch: l, resource: resource.Server, resourceLn: resourceLn.Listener, control: ctl.Server, ctlLn: ctlLn.Listener,
-		trace: sink, session: session, tools: tools, log: l.Log,
+		requests: requests, trace: sink, session: session, tools: tools, log: l.Log,
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -24,6 +25,7 @@ type Service struct {
 	resourceLn net.Listener
 	control    *http.Server
 	ctlLn      net.Listener
+	requests   *inflight
 	trace      *tracefile.File
 	session    application.Session
 	tools      []string
@@ -47,8 +49,8 @@ type ReadyLine struct {
 
 // Run writes session_start (unless joining a session), serves both listeners, prints the ready
 // line to stdout and blocks until ctx ends (a signal) or a listener fails. On ctx's end it
-// stops accepting, gives in-flight requests up to the shutdown grace to finish and appends
-// session_end. The returned error is nil after a graceful shutdown.
+// stops accepting, gives in-flight requests up to the shutdown grace to finish, cancels and
+// briefly waits for those that did not, and appends session_end. The returned error is nil after a graceful shutdown.
 func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	l := s.launch
 	s.trace.Start(trace.SessionStart{
@@ -80,13 +82,19 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	s.log.Info().Msg("shutting down")
 	grace, cancel := context.WithTimeout(context.Background(), l.ShutdownGrace)
 	defer cancel()
-	shutdownErr := errors.Join(s.resource.Shutdown(grace), s.control.Shutdown(grace))
-	s.trace.End(trace.SessionEnd{Generation: s.session.Generation.Current(), Reason: "signal"})
-	if shutdownErr != nil {
-		s.log.Warn().Err(shutdownErr).Msg("in-flight requests did not finish within the shutdown grace")
+	if err := errors.Join(s.resource.Shutdown(grace), s.control.Shutdown(grace)); err != nil {
+		s.log.Warn().Err(err).Msg("in-flight requests did not finish within the shutdown grace; cancelling them")
 	}
+	if !s.requests.abandon(abandonWait) {
+		s.log.Warn().Msg("cancelled requests did not return in time")
+	}
+	s.trace.End(trace.SessionEnd{Generation: s.session.Generation.Current(), Reason: "signal"})
 	return nil
 }
+
+// abandonWait bounds how long shutdown waits, after the grace, for cancelled requests to
+// return (a cancelled fetch removes its temp file; a cancelled read releases its buffer).
+const abandonWait = 2 * time.Second
 
 func serve(srv *http.Server, ln net.Listener, failed chan<- error) {
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

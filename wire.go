@@ -64,6 +64,7 @@ var handlerSet = wire.NewSet(
 // socket, and the service that runs them.
 var edgeSet = wire.NewSet(
 	handlerSet,
+	newInflight,
 	provideResourceListener,
 	provideResourceServer,
 	provideControlServer,

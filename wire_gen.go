@@ -53,7 +53,8 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	redeem := provideRedeem(l, peerIssuer, session, fs, reader, system, file)
 	agentCard := provideAgentCard(l)
 	resources := httpapi.NewResources(files, redeem, agentCard)
-	resplaneResourceServer := provideResourceServer(l, resources)
+	resplaneInflight := newInflight()
+	resplaneResourceServer := provideResourceServer(l, resources, resplaneInflight)
 	resplaneResourceListener := provideResourceListener(l)
 	v := provideTools(l)
 	tasks := application.NewTasks(session)
@@ -77,7 +78,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	}
 	fetchPeerFile := provideFetchPeerFile(l, redeemer, inbox, file)
 	api := provideControlAPI(l, v, tasks, shareFile, fetchPeerFile)
-	resplaneControlServer := provideControlServer(l, api)
+	resplaneControlServer := provideControlServer(l, api, resplaneInflight)
 	resplaneControlListener, cleanup5, err := provideControlListener(l, file)
 	if err != nil {
 		cleanup4()
@@ -86,7 +87,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, file, session, v)
+	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, file, session, v)
 	return service, func() {
 		cleanup5()
 		cleanup4()
@@ -146,6 +147,7 @@ var handlerSet = wire.NewSet(
 // socket, and the service that runs them.
 var edgeSet = wire.NewSet(
 	handlerSet,
+	newInflight,
 	provideResourceListener,
 	provideResourceServer,
 	provideControlServer,

@@ -30,9 +30,14 @@ func NewSessionID() (string, error) {
 	return "ses_" + hex.EncodeToString(id[:]), nil
 }
 
-// CheckReadBudget refuses a --read-buffer-budget that could never grant one read of a file of
-// a declared plane's max_bytes: such a read reserves application.BufferFor(max_bytes).
-func CheckReadBudget(m manifest.Manifest, budget int64) error {
+// DefaultReadBudget is the read buffer budget when --read-buffer-budget is not given.
+const DefaultReadBudget = 256 << 20
+
+// ReadBudget returns the budget to serve with: the given one (0 when the flag was not given)
+// or the default, which grows to what one read of the largest declared max_bytes reserves
+// (application.BufferFor), so a valid manifest always launches. A given budget smaller than
+// that could never grant such a read and is refused.
+func ReadBudget(m manifest.Manifest, given int64) (int64, error) {
 	need := int64(0)
 	if m.Files != nil {
 		need = application.BufferFor(m.Files.MaxBytes.Int64())
@@ -40,8 +45,11 @@ func CheckReadBudget(m manifest.Manifest, budget int64) error {
 	if m.PeerFiles != nil {
 		need = max(need, application.BufferFor(m.PeerFiles.MaxBytes.Int64()))
 	}
-	if budget < need {
-		return fmt.Errorf("--read-buffer-budget (%d bytes) must be at least %d bytes: one read of a file of max_bytes needs that much", budget, need)
+	if given == 0 {
+		return max(DefaultReadBudget, need), nil
 	}
-	return nil
+	if given < need {
+		return 0, fmt.Errorf("--read-buffer-budget (%d bytes) must be at least %d bytes: one read of a file of max_bytes needs that much", given, need)
+	}
+	return given, nil
 }

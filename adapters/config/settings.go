@@ -48,7 +48,8 @@ type Settings struct {
 	FetchMaxBytes manifest.ByteCount
 	// PeerCA is a PEM bundle of extra roots for https peers; "" for none.
 	PeerCA string
-	// ReadBufferBudget bounds the bytes concurrent reads hold in memory; default 256Mi.
+	// ReadBufferBudget bounds the bytes concurrent reads hold in memory; zero when not given,
+	// which means 256Mi or, if a declared max_bytes needs more, what one such read needs.
 	ReadBufferBudget manifest.ByteCount
 	// ReadHeaderTimeout closes a connection whose header is not complete by then; default 10s.
 	ReadHeaderTimeout time.Duration
@@ -149,7 +150,8 @@ var settings = []setting{
 		func(s *Settings, v string) (err error) { s.FetchMaxBytes, err = manifest.ParseByteCount(v); return err }},
 	{"peer-ca", "PATH", "", "none", "PEM bundle of extra CA roots for https:// peers (system roots are always trusted)",
 		func(s *Settings, v string) error { return nonEmpty(&s.PeerCA, v) }},
-	{"read-buffer-budget", "SIZE", "256Mi", "", "Total bytes concurrent reads may hold in memory; further reads wait for room",
+	{"read-buffer-budget", "SIZE", "", "256Mi, or one read of the largest declared max_bytes if that is more",
+		"Total bytes concurrent reads may hold in memory; further reads wait for room",
 		func(s *Settings, v string) (err error) {
 			s.ReadBufferBudget, err = manifest.ParseByteCount(v)
 			return err

@@ -21,7 +21,7 @@ func TestServeDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Manifest != "m.yaml" || s.Containment != containment.Advisory || s.FetchMaxBytes.Int64() != 1<<30 ||
-		s.ReadBufferBudget.Int64() != 256<<20 || s.ReadHeaderTimeout != 10*time.Second || s.LogLevel != "info" ||
+		s.ReadBufferBudget.Int64() != 0 || s.ReadHeaderTimeout != 10*time.Second || s.LogLevel != "info" ||
 		s.LogFormat != "json" {
 		t.Errorf("defaults = %+v", s)
 	}
@@ -259,7 +259,7 @@ func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 		"--control PATH", "(default: <workdir>/.murmur/<session id>/control.sock)",
 		"--fetch-max-bytes SIZE", "(default 1Gi)",
 		"--peer-ca PATH",
-		"--read-buffer-budget SIZE", "(default 256Mi)",
+		"--read-buffer-budget SIZE", "(default: 256Mi, or one read of the largest declared max_bytes if that is more)",
 		"--read-header-timeout DURATION", "(default 10s)",
 		"--log-level LEVEL", "(default info)",
 		"--log-format json|console", "(default json)",

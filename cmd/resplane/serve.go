@@ -114,7 +114,8 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 	if _, d := resplane.RunLaunchChecks(m, settings.AfterTask, workdir); d != nil {
 		return refuseLaunch(stderr, d)
 	}
-	if err := resplane.CheckReadBudget(m, settings.ReadBufferBudget.Int64()); err != nil {
+	readBudget, err := resplane.ReadBudget(m, settings.ReadBufferBudget.Int64())
+	if err != nil {
 		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
 		return exitUsage
 	}
@@ -147,7 +148,7 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		ControlPath: orDefault(settings.ControlPath, filepath.Join(sessionDir, "control.sock")),
 		Containment: settings.Containment, Listener: ln, AdvertiseURL: advertise, Audience: ourAudience,
 		FetchMaxBytes: settings.FetchMaxBytes.Int64(), PeerCAFile: settings.PeerCA,
-		ReadBufferBudget: settings.ReadBufferBudget.Int64(), ReadHeaderTimeout: settings.ReadHeaderTimeout,
+		ReadBufferBudget: readBudget, ReadHeaderTimeout: settings.ReadHeaderTimeout,
 		ShutdownGrace: shutdownGrace, Log: log,
 	}
 	for _, w := range warnings {

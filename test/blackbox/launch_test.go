@@ -467,3 +467,16 @@ func TestReadBudgetTooSmallForMaxBytesExitsTwoAndCreatesNothing(t *testing.T) {
 		t.Fatalf("listing with a 12Mi budget answered %d", r.Status)
 	}
 }
+
+// TestTheDefaultReadBudgetGrowsForALargeMaxBytes pins that a valid manifest always launches
+// when --read-buffer-budget is not given: the default (256Mi) grows to one read of max_bytes.
+func TestTheDefaultReadBudgetGrowsForALargeMaxBytes(t *testing.T) {
+	dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", "1Gi"), nil)
+	p := harness.Serve(t, nil, "--manifest", manifest, "--workdir", dir+"/wd", "--listen", "127.0.0.1:0")
+	if r := harness.Get(t, p.Ready.Listen, "/resources/files"); r.Status != 200 {
+		t.Fatalf("listing answered %d", r.Status)
+	}
+	if code, _, stderr := harness.RunCLI(t, nil, "check", "--manifest", manifest); code != 0 {
+		t.Fatalf("check exit %d: %s", code, stderr)
+	}
+}

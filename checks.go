@@ -1,12 +1,14 @@
 package resplane
 
 import (
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 
 	"github.com/google/uuid"
 
 	"github.com/resplane/resplane/adapters/osfs"
+	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/diag"
 	"github.com/resplane/resplane/domain/manifest"
@@ -52,4 +54,13 @@ func ReadBudget(m manifest.Manifest, given int64) (int64, error) {
 		return 0, fmt.Errorf("--read-buffer-budget (%d bytes) must be at least %d bytes: one read of a file of max_bytes needs that much", given, need)
 	}
 	return given, nil
+}
+
+// LoadPeerRoots reads --peer-ca: the system roots plus the PEM bundle at path, or nil (the
+// system roots alone) when path is "".
+func LoadPeerRoots(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	return peerhttp.LoadRoots(path)
 }

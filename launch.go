@@ -5,6 +5,7 @@
 package resplane
 
 import (
+	"crypto/x509"
 	"net"
 	"time"
 
@@ -33,8 +34,10 @@ type Launch struct {
 	AdvertiseURL string
 	Audience     string
 
-	FetchMaxBytes     int64
-	PeerCAFile        string // "" when no extra roots are configured
+	FetchMaxBytes int64
+	// PeerRoots verifies https peers: the system roots plus --peer-ca's, nil for the system
+	// roots alone. cmd loads it before anything else, so a bad file is a usage error.
+	PeerRoots         *x509.CertPool
 	ReadBufferBudget  int64
 	ReadHeaderTimeout time.Duration
 	ShutdownGrace     time.Duration

@@ -85,12 +85,7 @@ func provideTrace(l Launch, clk *clock.System, _ *osfs.FS) (*tracefile.File, fun
 	return sink, func() { _ = sink.Close() }, nil
 }
 
-func providePeerRoots(l Launch) (*x509.CertPool, error) {
-	if l.PeerCAFile == "" {
-		return nil, nil
-	}
-	return peerhttp.LoadRoots(l.PeerCAFile)
-}
+func providePeerRoots(l Launch) *x509.CertPool { return l.PeerRoots }
 
 func provideCardFetcher(roots *x509.CertPool) *peerhttp.CardFetcher {
 	return peerhttp.NewCardFetcher(peerhttp.CardOptions{Roots: roots})

@@ -58,13 +58,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	resplaneResourceListener := provideResourceListener(l)
 	v := provideTools(l)
 	tasks := application.NewTasks(session)
-	certPool, err := providePeerRoots(l)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
+	certPool := providePeerRoots(l)
 	cardFetcher := provideCardFetcher(certPool)
 	randomNonce := keys.RandomNonce{}
 	shareFile := provideShareFile(l, peerIssuer, session, fs, cardFetcher, randomNonce, system, file)

@@ -51,11 +51,23 @@ func (a *API) NewEcho() *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler
 	e.JSONSerializer = rawJSON{}
-	e.GET("/v1/status", a.getStatus)
-	e.GET("/v1/tools", a.listTools)
-	e.POST("/v1/tools/:name", a.callTool)
-	e.POST("/v1/tasks/terminal", a.terminal)
+	route(e, http.MethodGet, "/v1/status", a.getStatus)
+	route(e, http.MethodGet, "/v1/tools", a.listTools)
+	route(e, http.MethodPost, "/v1/tools/:name", a.callTool)
+	route(e, http.MethodPost, "/v1/tasks/terminal", a.terminal)
 	return e
+}
+
+// route serves path with h for method only. Every other method — OPTIONS included, which
+// echo would otherwise answer 204 itself — is 405 method_not_allowed naming the one allowed.
+func route(e *echo.Echo, method, path string, h echo.HandlerFunc) {
+	e.Any(path, func(c echo.Context) error {
+		if c.Request().Method != method {
+			c.Response().Header().Set(echo.HeaderAllow, method)
+			return echo.ErrMethodNotAllowed
+		}
+		return h(c)
+	})
 }
 
 // errorHandler renders echo's own routing errors in our refusal shape: an unknown path is

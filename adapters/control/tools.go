@@ -77,11 +77,11 @@ func (a *API) callTool(c echo.Context) error {
 	}
 }
 
-// stringField reads an optional string field; a field of another JSON type reads as absent
-// and reports !ok so required fields can be refused.
+// stringField reads an optional string field; a field of another JSON type (null included)
+// reads as absent and reports !ok so required fields can be refused.
 func stringField(object map[string]json.RawMessage, key string) (value string, ok bool) {
 	raw, present := object[key]
-	if !present {
+	if !present || string(raw) == "null" {
 		return "", false
 	}
 	return value, json.Unmarshal(raw, &value) == nil

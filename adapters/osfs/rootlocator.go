@@ -3,6 +3,7 @@ package osfs
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -39,15 +40,24 @@ func (Locator) Locate(workdir, root string) (ports.RootLocation, error) {
 	return loc, nil
 }
 
-// canonical resolves every symlink in the absolute path p. A path that does not exist, or
-// runs through something that is not a directory, reports exists false and no error.
+// canonical resolves every symlink in the absolute path p. A path that does not exist, runs
+// through something that is not a directory, or is a symlink loop reports exists false and no
+// error: it resolves to no place at all, so not to one outside the workdir, and every request
+// then refuses it (not_found, or symlink_refused for the loop).
 func canonical(p string) (string, bool, error) {
 	c, err := filepath.EvalSymlinks(p)
 	switch {
 	case err == nil:
 		return c, true, nil
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), isLoop(p):
 		return "", false, nil
 	}
 	return "", false, err
+}
+
+// isLoop reports whether resolving p meets a symlink loop (filepath.EvalSymlinks says so only
+// in words; the kernel says ELOOP).
+func isLoop(p string) bool {
+	_, err := os.Stat(p)
+	return errors.Is(err, syscall.ELOOP)
 }

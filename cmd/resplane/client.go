@@ -81,10 +81,33 @@ func call(f clientFlags, method, route string, body any, whole bool, stdout, std
 	return exitOK
 }
 
+// toolUsage and taskUsage are the help of the commands that group subcommands.
+const (
+	toolUsage = `Usage:
+  resplane tool share-file --path P --peer ADDR [--ttl D] [--control PATH]
+  resplane tool fetch-peer-file --peer ADDR --handle H [--control PATH]
+
+Calls an agent tool on a running service through its control socket (--control or
+RESPLANE_CONTROL). Run 'resplane tool <name> --help' for a tool's flags.
+`
+	taskUsage = `Usage:
+  resplane task end [--state completed|failed|cancelled] [--control PATH]
+
+Tells a running service that a task reached a terminal state, advancing the generation.
+`
+)
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
 func toolCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, "resplane tool: name a tool: share-file or fetch-peer-file\n")
+		fmt.Fprint(stderr, toolUsage)
 		return exitUsage
+	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stdout, toolUsage)
+		return exitOK
 	}
 	name, rest := args[0], args[1:]
 	f := newClientFlags("tool "+name, stderr, getenv)
@@ -125,8 +148,12 @@ func toolCommand(args []string, stdout, stderr io.Writer, getenv func(string) st
 }
 
 func taskCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, taskUsage)
+		return exitOK
+	}
 	if len(args) == 0 || args[0] != "end" {
-		fmt.Fprint(stderr, "resplane task: the only subcommand is 'end'\n")
+		fmt.Fprint(stderr, "resplane task: the only subcommand is 'end'\n\n"+taskUsage)
 		return exitUsage
 	}
 	f := newClientFlags("task end", stderr, getenv)

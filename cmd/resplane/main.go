@@ -58,6 +58,10 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	case "status":
 		return statusCommand(rest, stdout, stderr, getenv)
 	case "version", "--version":
+		if len(rest) > 0 && !isHelp(rest[0]) {
+			fmt.Fprintf(stderr, "resplane version: takes no arguments, got %q\n", rest[0])
+			return exitUsage
+		}
 		fmt.Fprintln(stdout, "resplane", version)
 		return exitOK
 	default:

@@ -95,6 +95,11 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
 		return exitUsage
 	}
+	peerRoots, err := resplane.LoadPeerRoots(settings.PeerCA)
+	if err != nil {
+		fmt.Fprintf(stderr, "resplane serve: --peer-ca: %v\n", err)
+		return exitUsage
+	}
 	m, warnings, d := config.LoadManifest(settings.Manifest)
 	if d != nil {
 		return refuseLaunch(stderr, d)
@@ -142,12 +147,24 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		return exitUsage
 	}
 	sessionDir := filepath.Join(workdir, ".murmur", sessionID)
+	tracePath, err := absOr(settings.TracePath, filepath.Join(sessionDir, "trace.jsonl"))
+	if err != nil {
+		_ = ln.Close()
+		fmt.Fprintf(stderr, "resplane serve: --trace: %v\n", err)
+		return exitFailure
+	}
+	controlPath, err := absOr(settings.ControlPath, filepath.Join(sessionDir, "control.sock"))
+	if err != nil {
+		_ = ln.Close()
+		fmt.Fprintf(stderr, "resplane serve: --control: %v\n", err)
+		return exitFailure
+	}
 	launch := resplane.Launch{
 		Manifest: m, SessionID: sessionID, TraceParent: settings.TraceParent, Workdir: workdir,
-		TracePath:   orDefault(settings.TracePath, filepath.Join(sessionDir, "trace.jsonl")),
-		ControlPath: orDefault(settings.ControlPath, filepath.Join(sessionDir, "control.sock")),
+		TracePath:   tracePath,
+		ControlPath: controlPath,
 		Containment: settings.Containment, Listener: ln, AdvertiseURL: advertise, Audience: ourAudience,
-		FetchMaxBytes: settings.FetchMaxBytes.Int64(), PeerCAFile: settings.PeerCA,
+		FetchMaxBytes: settings.FetchMaxBytes.Int64(), PeerRoots: peerRoots,
 		ReadBufferBudget: readBudget, ReadHeaderTimeout: settings.ReadHeaderTimeout,
 		ShutdownGrace: shutdownGrace, Log: log,
 	}
@@ -171,9 +188,11 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 	return exitOK
 }
 
-func orDefault(value, fallback string) string {
+// absOr returns value, or fallback when value is "", as an absolute path (not resolved
+// through symlinks): the ready line reports it, and scripts connect to it.
+func absOr(value, fallback string) (string, error) {
 	if value == "" {
-		return fallback
+		value = fallback
 	}
-	return value
+	return filepath.Abs(value)
 }

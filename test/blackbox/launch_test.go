@@ -393,6 +393,12 @@ func TestUsageErrorsExitTwoBeforeAnyManifestCheck(t *testing.T) {
 		{"check --help", nil, []string{"check", "--help"}, 0},
 		{"status --help", nil, []string{"status", "--help"}, 0},
 		{"task end --help", nil, []string{"task", "end", "--help"}, 0},
+		{"task --help", nil, []string{"task", "--help"}, 0},
+		{"tool --help", nil, []string{"tool", "--help"}, 0},
+		{"tool share-file --help", nil, []string{"tool", "share-file", "--help"}, 0},
+		{"version with an argument", nil, []string{"version", "--bogus"}, 2},
+		{"a --peer-ca that does not exist", nil, []string{"serve", "--manifest", manifest, "--workdir", dir + "/wd", "--peer-ca", dir + "/missing.pem"}, 2},
+		{"a --peer-ca that holds no certificate", nil, []string{"serve", "--manifest", manifest, "--workdir", dir + "/wd", "--peer-ca", dir + "/unknown.yaml"}, 2},
 	}
 	before := bbTree(t, dir)
 	for _, tc := range tests {
@@ -479,4 +485,41 @@ func TestTheDefaultReadBudgetGrowsForALargeMaxBytes(t *testing.T) {
 	if code, _, stderr := harness.RunCLI(t, nil, "check", "--manifest", manifest); code != 0 {
 		t.Fatalf("check exit %d: %s", code, stderr)
 	}
+}
+
+// TestReadyLinePathsAreAbsolute pins interface.md's ready line: control and trace are absolute
+// paths even when given relative, since scripts connect to them from anywhere.
+func TestReadyLinePathsAreAbsolute(t *testing.T) {
+	dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", ""), nil)
+	rel, err := filepath.Rel(mustGetwd(t), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := harness.Serve(t, nil, "--manifest", manifest, "--workdir", dir+"/wd", "--listen", "127.0.0.1:0",
+		"--control", rel+"/c.sock", "--trace", rel+"/t/trace.jsonl")
+	if p.Ready.Control != dir+"/c.sock" || p.Ready.Trace != dir+"/t/trace.jsonl" {
+		t.Fatalf("ready line control %q trace %q; want %q and %q", p.Ready.Control, p.Ready.Trace, dir+"/c.sock", dir+"/t/trace.jsonl")
+	}
+	if code, _, stderr := harness.RunCLI(t, nil, "status", "--control", p.Ready.Control); code != 0 {
+		t.Fatalf("status through the reported socket: exit %d %s", code, stderr)
+	}
+}
+
+// TestARootSymlinkLoopLaunchesAndIsRefusedPerRequest pins contract §2 and §9: E-CAP-007 refuses
+// only a root that resolves outside the workdir; a looping root resolves nowhere, so the launch
+// goes ahead and every request refuses it (a listing symlink_refused).
+func TestARootSymlinkLoopLaunchesAndIsRefusedPerRequest(t *testing.T) {
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{"out": "-> out"}})
+	if r := harness.Get(t, p.Ready.Listen, "/resources/files"); r.Status != 403 || !strings.Contains(string(r.Body), `"symlink_refused"`) {
+		t.Fatalf("listing a looping root: %d %s; want 403 symlink_refused", r.Status, r.Body)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
 }

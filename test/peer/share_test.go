@@ -215,7 +215,7 @@ func TestShareFileRefusesInContractOrder(t *testing.T) {
 	t.Run("ttl only narrows max_ttl", func(t *testing.T) {
 		for _, tc := range []struct {
 			name string
-			ttl  any // nil: absent
+			ttl  any // nil: absent; json.RawMessage: sent as that raw JSON
 			want time.Duration
 		}{
 			{"absent means max_ttl", nil, time.Hour},
@@ -224,6 +224,7 @@ func TestShareFileRefusesInContractOrder(t *testing.T) {
 			{"seconds as digits", "90", 90 * time.Second},
 			{"minutes", "10m", 10 * time.Minute},
 			{"a non-string ttl is ignored", 5, time.Hour},
+			{"a null ttl is ignored", json.RawMessage("null"), time.Hour},
 			{"zero is already expired", "0", 0},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package blackbox_test
 import (
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -329,10 +330,16 @@ func TestRootRePointedOutsideTheWorkdirIsRefused(t *testing.T) {
 // TestUnreadableFileIsIOError pins contract §3.2 and §4: permission denied on the open is 500
 // io_error (the message carries no path), and the listing silently leaves the file out.
 func TestUnreadableFileIsIOError(t *testing.T) {
+	var wrapper []string
 	if os.Geteuid() == 0 {
-		t.Skip("running as root: permission bits do not deny root, so permission denied cannot be provoked; io_error is not checked")
+		// Root reads through permission bits; run the server without the capabilities that let it.
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			t.Skip("running as root without setpriv (util-linux): permission denied cannot be provoked")
+		}
+		wrapper = []string{setpriv, "--bounding-set", "-dac_override,-dac_read_search"}
 	}
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""),
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Wrapper: wrapper,
 		Files: map[string]string{"out/a.txt": bbInsideA, "out/locked.txt": "locked"}})
 	s := bbSessionOf(t, p.Ready)
 	locked := filepath.Join(p.Workdir, "out/locked.txt")

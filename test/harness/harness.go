@@ -68,6 +68,9 @@ type Capsule struct {
 	Args []string
 	// Env is extra environment, "KEY=value".
 	Env []string
+	// Wrapper, when set, is a command (with its arguments) the binary is run through, such as
+	// setpriv to drop capabilities.
+	Wrapper []string
 }
 
 // Ready is the ready line serve prints on stdout.
@@ -127,7 +130,7 @@ func Start(t testing.TB, c Capsule) *Process {
 	t.Helper()
 	dir, manifestPath, workdir := WriteCapsule(t, c)
 	args := append([]string{"--manifest", manifestPath, "--workdir", workdir, "--listen", "127.0.0.1:0"}, c.Args...)
-	p := Serve(t, c.Env, args...)
+	p := serve(t, c.Wrapper, c.Env, args...)
 	p.Dir, p.Workdir = dir, workdir
 	return p
 }
@@ -136,8 +139,14 @@ func Start(t testing.TB, c Capsule) *Process {
 // ready line. The process is stopped with SIGTERM when the test ends.
 func Serve(t testing.TB, env []string, args ...string) *Process {
 	t.Helper()
+	return serve(t, nil, env, args...)
+}
+
+func serve(t testing.TB, wrapper, env []string, args ...string) *Process {
+	t.Helper()
 	p := &Process{stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(Binary(t), append([]string{"serve"}, args...)...)
+	argv := append(append(append([]string(nil), wrapper...), Binary(t), "serve"), args...)
+	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Env = append(cleanEnv(), env...)
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()

@@ -137,9 +137,8 @@ func provideFetchPeerFile(l Launch, redeemer ports.PeerRedeemer, in ports.PeerIn
 	return application.NewFetchPeerFile(l.Manifest.PeerFetch.Allow, l.Audience, l.FetchMaxBytes, redeemer, in, sink)
 }
 
-func provideTools(l Launch) []string {
-	return control.DeclaredTools(l.Manifest.PeerFiles != nil, l.Manifest.PeerFetch != nil)
-}
+// provideTools lists the tools the control API offers, for the ready line and session_start.
+func provideTools(api *control.API) []string { return api.Tools() }
 
 func provideAgentCard(l Launch) httpapi.AgentCard {
 	return httpapi.NewAgentCard(httpapi.Identity{
@@ -168,9 +167,9 @@ func provideResourceServer(l Launch, resources *httpapi.Resources, requests *inf
 
 type resourceServer struct{ *http.Server }
 
-func provideControlAPI(l Launch, tools []string, tasks *application.Tasks, share *application.ShareFile, fetch *application.FetchPeerFile) *control.API {
+func provideControlAPI(l Launch, tasks *application.Tasks, share *application.ShareFile, fetch *application.FetchPeerFile) *control.API {
 	status := control.Status{
-		SessionID: l.SessionID, Containment: l.Containment.String(), Planes: l.Planes(), Tools: tools,
+		SessionID: l.SessionID, Containment: l.Containment.String(), Planes: l.Planes(),
 		Audience: l.Audience, URL: l.AdvertiseURL,
 	}
 	return control.NewAPI(status, tasks, share, fetch)

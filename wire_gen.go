@@ -56,7 +56,6 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	resplaneInflight := newInflight()
 	resplaneResourceServer := provideResourceServer(l, resources, resplaneInflight)
 	resplaneResourceListener := provideResourceListener(l)
-	v := provideTools(l)
 	tasks := application.NewTasks(session)
 	certPool := providePeerRoots(l)
 	cardFetcher := provideCardFetcher(certPool)
@@ -71,7 +70,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	fetchPeerFile := provideFetchPeerFile(l, redeemer, inbox, file)
-	api := provideControlAPI(l, v, tasks, shareFile, fetchPeerFile)
+	api := provideControlAPI(l, tasks, shareFile, fetchPeerFile)
 	resplaneControlServer := provideControlServer(l, api, resplaneInflight)
 	resplaneControlListener, cleanup5, err := provideControlListener(l, file)
 	if err != nil {
@@ -81,6 +80,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	v := provideTools(api)
 	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, file, session, v)
 	return service, func() {
 		cleanup5()
@@ -102,11 +102,10 @@ func InitializeHandlers(l Launch, fs ports.ExportFS, budget ports.ReadBudget, cl
 	redeem := provideRedeem(l, peerIssuer, session, fs, reader, clk, sink)
 	agentCard := provideAgentCard(l)
 	resources := httpapi.NewResources(files, redeem, agentCard)
-	v := provideTools(l)
 	tasks := application.NewTasks(session)
 	shareFile := provideShareFile(l, peerIssuer, session, fs, cards, nonces, clk, sink)
 	fetchPeerFile := provideFetchPeerFile(l, redeemer, inbox, sink)
-	api := provideControlAPI(l, v, tasks, shareFile, fetchPeerFile)
+	api := provideControlAPI(l, tasks, shareFile, fetchPeerFile)
 	handlers := &Handlers{
 		Resources: resources,
 		Control:   api,

@@ -129,9 +129,10 @@ type Served struct {
 // exactly as received (not yet decoded). The generation is returned even with a refusal.
 func (s *Files) Read(ctx context.Context, method, rawPath string) (generation uint64, served *Served, err error) {
 	gen := s.session.Generation.Current()
-	served, err = s.read(ctx, method, rawPath)
+	decoded := pathpolicy.DecodeOnce(rawPath)
+	served, err = s.read(ctx, method, decoded)
 	event := trace.ResourceRead{
-		Path:        pathpolicy.DecodeOnce(rawPath), // the trace sink replaces invalid UTF-8
+		Path:        decoded, // the trace sink replaces invalid UTF-8
 		Generation:  gen,
 		Containment: s.session.Containment.String(),
 		Err:         err,
@@ -143,11 +144,12 @@ func (s *Files) Read(ctx context.Context, method, rawPath string) (generation ui
 	return gen, served, err
 }
 
-func (s *Files) read(ctx context.Context, method, rawPath string) (*Served, error) {
+// read serves decoded, the request path already percent-decoded once.
+func (s *Files) read(ctx context.Context, method, decoded string) (*Served, error) {
 	if err := s.admit(method); err != nil {
 		return nil, err
 	}
-	rel, err := pathpolicy.Parse(rawPath)
+	rel, err := pathpolicy.Lower(decoded)
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func (u *Redeem) Do(ctx context.Context, req RedeemRequest) (RedeemAnswer, error
 	token := strings.TrimPrefix(req.Rest, "/")
 	answer := RedeemAnswer{Traced: true, Generation: u.session.Generation.Current(), HandleID: handle.ID(token)}
 	asserted := audience.Asserted(req.Audience)
-	p, body, err := u.redeem(ctx, token, asserted, req.AudienceSent)
+	p, body, err := u.redeem(ctx, token, asserted)
 	event := trace.PeerHandleRedeem{
 		HandleID: answer.HandleID, Audience: asserted, AudienceSent: req.AudienceSent,
 		Generation: answer.Generation, Err: err,
@@ -83,29 +83,15 @@ func (u *Redeem) Do(ctx context.Context, req RedeemRequest) (RedeemAnswer, error
 	return answer, err
 }
 
-// redeem runs checks 3–10 of contract §6 and returns the handle's path and the body.
-func (u *Redeem) redeem(ctx context.Context, token, audience string, audienceSent bool) (string, *Body, error) {
+// redeem runs checks 3–10 of contract §6 and returns the handle's path and the body. An absent
+// audience header reaches handle.Verify as "", which it refuses missing_audience after the
+// shape, as it does a blank one.
+func (u *Redeem) redeem(ctx context.Context, token, audience string) (string, *Body, error) {
 	if u.plane == nil {
 		return "", nil, refusal.New(refusal.NoPeerPlane)
 	}
-	parsed, err := handle.ParseShape(token)
+	payload, err := handle.Verify(u.issuer.Key.Key(), token, audience, u.issuer.SessionID, u.clock.Now().UnixMilli())
 	if err != nil {
-		return "", nil, err
-	}
-	if !audienceSent || audience == "" {
-		return "", nil, refusal.New(refusal.MissingAudience)
-	}
-	if err := parsed.VerifyMAC(u.issuer.Key.Key(), audience); err != nil {
-		return "", nil, err
-	}
-	payload, err := parsed.Payload()
-	if err != nil {
-		return "", nil, err
-	}
-	if err := payload.CheckIssuer(u.issuer.SessionID); err != nil {
-		return "", nil, err
-	}
-	if err := payload.CheckExpiry(u.clock.Now().UnixMilli()); err != nil {
 		return "", nil, err
 	}
 	// p was decoded once when it was minted; it is lowered again, never decoded again.

@@ -38,13 +38,6 @@ func (m *Manual) Now() time.Time {
 	return m.now
 }
 
-// Set moves the clock to t, backwards included.
-func (m *Manual) Set(t time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.now = t
-}
-
 // Advance moves the clock forward by d (backward if d is negative) and returns the new
 // reading.
 func (m *Manual) Advance(d time.Duration) time.Time {

@@ -27,10 +27,6 @@ func TestManual(t *testing.T) {
 	if want := start.Add(time.Minute); !m.Now().Equal(want) {
 		t.Errorf("after a negative Advance, Now() = %v, want %v", m.Now(), want)
 	}
-	m.Set(start.Add(-time.Hour))
-	if want := start.Add(-time.Hour); !m.Now().Equal(want) {
-		t.Errorf("after Set, Now() = %v, want %v", m.Now(), want)
-	}
 }
 
 func TestManualConcurrentUse(t *testing.T) {

@@ -19,12 +19,12 @@ import (
 	"github.com/resplane/resplane/domain/refusal"
 )
 
-// Status is the static part of GET /v1/status; the generation is read per request.
+// Status is the static part of GET /v1/status; the generation is read per request and the
+// tools are the ones the API offers.
 type Status struct {
 	SessionID   string
 	Containment string
 	Planes      []string
-	Tools       []string
 	Audience    string
 	URL         string
 }
@@ -103,7 +103,7 @@ type errorBody struct {
 func (a *API) getStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, statusBody{
 		SessionID: a.status.SessionID, Generation: a.tasks.Current(), Containment: a.status.Containment,
-		Planes: nonNil(a.status.Planes), Tools: nonNil(a.status.Tools), Audience: a.status.Audience, URL: a.status.URL,
+		Planes: nonNil(a.status.Planes), Tools: a.Tools(), Audience: a.status.Audience, URL: a.status.URL,
 	})
 }
 

@@ -37,19 +37,9 @@ var fetchPeerFileSpec = toolSpec{
 	InputSchema: json.RawMessage(`{"type":"object","properties":{"peer":{"type":"string"},"handle":{"type":"string"}},"required":["peer","handle"]}`),
 }
 
-// DeclaredTools returns the names of the tools whose grant is declared, in a stable order.
-func DeclaredTools(shareDeclared, fetchDeclared bool) []string {
-	tools := []string{}
-	if shareDeclared {
-		tools = append(tools, ShareFileTool)
-	}
-	if fetchDeclared {
-		tools = append(tools, FetchPeerFileTool)
-	}
-	return tools
-}
-
-func (a *API) listTools(c echo.Context) error {
+// offered returns the specs of the tools this API offers: those whose use case exists, which
+// is exactly those whose grant is declared.
+func (a *API) offered() []toolSpec {
 	specs := []toolSpec{}
 	if a.share != nil {
 		specs = append(specs, shareFileSpec)
@@ -57,7 +47,20 @@ func (a *API) listTools(c echo.Context) error {
 	if a.fetch != nil {
 		specs = append(specs, fetchPeerFileSpec)
 	}
-	return c.JSON(http.StatusOK, map[string][]toolSpec{"tools": specs})
+	return specs
+}
+
+// Tools returns the names of the tools this API offers, in a stable order.
+func (a *API) Tools() []string {
+	names := []string{}
+	for _, spec := range a.offered() {
+		names = append(names, spec.Name)
+	}
+	return names
+}
+
+func (a *API) listTools(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string][]toolSpec{"tools": a.offered()})
 }
 
 // toolAnswer is a tool's 200 answer.

@@ -31,16 +31,6 @@ func (r *Recorder) Events() []dtrace.Event {
 	return slices.Clone(r.events)
 }
 
-// Last returns the most recent event, and false if nothing was recorded.
-func (r *Recorder) Last() (dtrace.Event, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.events) == 0 {
-		return nil, false
-	}
-	return r.events[len(r.events)-1], true
-}
-
 // OfType returns the recorded events whose event_type is eventType, oldest first.
 func (r *Recorder) OfType(eventType string) []dtrace.Event {
 	r.mu.Lock()

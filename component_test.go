@@ -22,7 +22,7 @@ import (
 	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/memfs"
-	tracefile "github.com/resplane/resplane/adapters/trace"
+	"github.com/resplane/resplane/adapters/memtrace"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/destination"
 	"github.com/resplane/resplane/ports"
@@ -35,7 +35,7 @@ import (
 type component struct {
 	fs      *memfs.FS
 	clock   *clock.Manual
-	trace   *tracefile.Recorder
+	trace   *memtrace.Recorder
 	addr    string
 	control http.Handler
 }
@@ -73,7 +73,7 @@ func newComponent(t *testing.T) *component {
 	c := &component{
 		fs:    memfs.New("/srv/capsule"),
 		clock: clock.NewManual(time.UnixMilli(1_800_000_000_000)),
-		trace: &tracefile.Recorder{},
+		trace: &memtrace.Recorder{},
 	}
 	b, err := budget.New(64 << 20)
 	if err != nil {

@@ -13,11 +13,10 @@ import (
 	"github.com/resplane/resplane/adapters/control"
 	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/httpapi/limits"
-	"github.com/resplane/resplane/adapters/inbox"
+	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
-	tracefile "github.com/resplane/resplane/adapters/trace"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/generation"
 	"github.com/resplane/resplane/domain/handle"
@@ -43,8 +42,8 @@ func provideWorkdirFS(l Launch) (*osfs.FS, func(), error) {
 }
 
 // provideInbox opens peer-in's workdir; the unused *osfs.FS orders it after the workdir exists.
-func provideInbox(l Launch, _ *osfs.FS) (*inbox.Inbox, func(), error) {
-	in, err := inbox.Open(l.Workdir)
+func provideInbox(l Launch, _ *osfs.FS) (*osfs.Inbox, func(), error) {
+	in, err := osfs.OpenInbox(l.Workdir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -72,9 +71,9 @@ func provideIssuer(l Launch, key ports.InstanceKey) application.PeerIssuer {
 
 // provideTrace opens the trace; the unused *osfs.FS orders it after the workdir exists, since
 // the default trace path lies inside it.
-func provideTrace(l Launch, clk *clock.System, _ *osfs.FS) (*tracefile.File, func(), error) {
+func provideTrace(l Launch, clk *clock.System, _ *osfs.FS) (*jsonl.File, func(), error) {
 	log := l.Log
-	sink, err := tracefile.Open(tracefile.Config{
+	sink, err := jsonl.Open(jsonl.Config{
 		Path: l.TracePath, SessionID: l.SessionID, Parent: l.TraceParent, Clock: clk,
 		Redact:  handle.Redact,
 		OnError: func(err error) { log.Error().Err(err).Msg("a trace line could not be written") },
@@ -190,7 +189,7 @@ type controlListener struct{ net.Listener }
 
 // provideControlListener binds the control socket after the trace is open, so that a launch
 // failing on either leaves the other's cleanup to run.
-func provideControlListener(l Launch, _ *tracefile.File) (controlListener, func(), error) {
+func provideControlListener(l Launch, _ *jsonl.File) (controlListener, func(), error) {
 	ln, err := control.Listen(l.ControlPath)
 	if err != nil {
 		return controlListener{}, nil, err
@@ -199,7 +198,7 @@ func provideControlListener(l Launch, _ *tracefile.File) (controlListener, func(
 }
 
 func provideService(l Launch, resource resourceServer, resourceLn resourceListener, ctl controlServer, ctlLn controlListener,
-	requests *inflight, sink *tracefile.File, session application.Session, tools []string) *Service {
+	requests *inflight, sink *jsonl.File, session application.Session, tools []string) *Service {
 	return &Service{
 		launch: l, resource: resource.Server, resourceLn: resourceLn.Listener, control: ctl.Server, ctlLn: ctlLn.Listener,
 		requests: requests, trace: sink, session: session, tools: tools, log: l.Log,

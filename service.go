@@ -12,7 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	tracefile "github.com/resplane/resplane/adapters/trace"
+	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/trace"
 )
@@ -26,7 +26,7 @@ type Service struct {
 	control    *http.Server
 	ctlLn      net.Listener
 	requests   *inflight
-	trace      *tracefile.File
+	trace      *jsonl.File
 	session    application.Session
 	tools      []string
 	log        zerolog.Logger

@@ -8,11 +8,10 @@ import (
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/httpapi"
-	"github.com/resplane/resplane/adapters/inbox"
+	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
-	tracefile "github.com/resplane/resplane/adapters/trace"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/ports"
 )
@@ -25,14 +24,14 @@ var adapterSet = wire.NewSet(
 	provideWorkdirFS,
 	wire.Bind(new(ports.ExportFS), new(*osfs.FS)),
 	provideInbox,
-	wire.Bind(new(ports.PeerInbox), new(*inbox.Inbox)),
+	wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)),
 	provideBudget,
 	wire.Bind(new(ports.ReadBudget), new(*budget.Budget)),
 	provideInstanceKey,
 	wire.Struct(new(keys.RandomNonce)),
 	wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)),
 	provideTrace,
-	wire.Bind(new(ports.TraceSink), new(*tracefile.File)),
+	wire.Bind(new(ports.TraceSink), new(*jsonl.File)),
 	providePeerRoots,
 	provideCardFetcher,
 	wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)),

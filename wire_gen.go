@@ -11,11 +11,10 @@ import (
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/httpapi"
-	"github.com/resplane/resplane/adapters/inbox"
+	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
-	"github.com/resplane/resplane/adapters/trace"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/ports"
 )
@@ -117,7 +116,7 @@ func InitializeHandlers(l Launch, fs ports.ExportFS, budget ports.ReadBudget, cl
 
 // adapterSet provides the outbound adapters and binds each to the port it implements. This is
 // the one place where a concrete adapter meets its port.
-var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*inbox.Inbox)), provideBudget, wire.Bind(new(ports.ReadBudget), new(*budget.Budget)), provideInstanceKey, wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideTrace, wire.Bind(new(ports.TraceSink), new(*trace.File)), providePeerRoots,
+var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideBudget, wire.Bind(new(ports.ReadBudget), new(*budget.Budget)), provideInstanceKey, wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideTrace, wire.Bind(new(ports.TraceSink), new(*jsonl.File)), providePeerRoots,
 	provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
 )
 

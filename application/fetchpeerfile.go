@@ -69,10 +69,10 @@ var peerCodeChars = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 // outcome is traced as a peer_file_fetch event.
 func (u *FetchPeerFile) Fetch(ctx context.Context, in FetchInput) (FetchResult, error) {
 	if strings.TrimSpace(in.Peer) == "" || strings.TrimSpace(in.Handle) == "" {
-		return FetchResult{}, refusal.Newf(refusal.InvalidInput, `"peer" and "handle" are required non-empty strings.`)
+		return FetchResult{}, refusal.WithMessage(refusal.InvalidInput, `"peer" and "handle" are required non-empty strings.`)
 	}
 	if !handleChars.MatchString(in.Handle) {
-		return FetchResult{}, refusal.Newf(refusal.InvalidInput, `"handle" may contain only A-Z, a-z, 0-9, ".", "_" and "-".`)
+		return FetchResult{}, refusal.WithMessage(refusal.InvalidInput, `"handle" may contain only A-Z, a-z, 0-9, ".", "_" and "-".`)
 	}
 	handleID := handle.ID(in.Handle)
 	result, err := u.fetch(ctx, in, handleID)
@@ -87,7 +87,7 @@ func (u *FetchPeerFile) Fetch(ctx context.Context, in FetchInput) (FetchResult, 
 func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID string) (FetchResult, error) {
 	peer, err := destination.ParsePeer(in.Peer)
 	if err != nil || !destination.AnyMatches(u.allow, peer) {
-		return FetchResult{}, refusal.Newf(refusal.PeerNotAllowed,
+		return FetchResult{}, refusal.WithMessage(refusal.PeerNotAllowed,
 			"The peer is not in capabilities.peer_fetch.allow; no connection was made.")
 	}
 	staged, err := u.inbox.Stage(handleID)
@@ -111,7 +111,7 @@ func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID strin
 	}
 	sum := hex.EncodeToString(hash.Sum(nil))
 	if resp.HasETag && resp.ETag != `"sha256:`+sum+`"` {
-		return FetchResult{}, refusal.Newf(refusal.EtagMismatch,
+		return FetchResult{}, refusal.WithMessage(refusal.EtagMismatch,
 			"The peer's etag does not describe the bytes received; nothing was stored.")
 	}
 	hint, hasHint := handle.PeekPath(in.Handle)
@@ -132,5 +132,5 @@ func peerRefusal(resp ports.PeerRedeemResponse) error {
 	if resp.Status/100 != 3 && peerCodeChars.MatchString(resp.ErrorCode) && resp.ErrorCode != trace.OutcomeOK {
 		code = resp.ErrorCode
 	}
-	return refusal.Newf(refusal.Code(code), "The peer refused the redeem ("+code+"); nothing was stored.")
+	return refusal.WithMessage(refusal.Code(code), "The peer refused the redeem ("+code+"); nothing was stored.")
 }

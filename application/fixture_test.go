@@ -7,11 +7,11 @@ import (
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/memfs"
-	tracefile "github.com/resplane/resplane/adapters/trace"
+	"github.com/resplane/resplane/adapters/memtrace"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
-	dtrace "github.com/resplane/resplane/domain/trace"
+	"github.com/resplane/resplane/domain/trace"
 )
 
 // world is the application wired on the in-memory filesystem, a manual clock and a trace
@@ -19,7 +19,7 @@ import (
 type world struct {
 	fs      *memfs.FS
 	clock   *clock.Manual
-	trace   *tracefile.Recorder
+	trace   *memtrace.Recorder
 	session application.Session
 	reader  *application.Reader
 }
@@ -35,7 +35,7 @@ func newWorld(t *testing.T, class containment.Class) *world {
 	return &world{
 		fs:      memfs.New("/srv/capsule"),
 		clock:   clock.NewManual(epoch),
-		trace:   &tracefile.Recorder{},
+		trace:   &memtrace.Recorder{},
 		session: application.Session{Generation: &generation.Counter{}, Containment: class},
 		reader:  application.NewReader(b),
 	}
@@ -50,7 +50,7 @@ func (w *world) write(t *testing.T, path, content string) {
 }
 
 // lastEvent returns the only event recorded so far of the given type.
-func (w *world) lastEvent(t *testing.T, eventType string) dtrace.Event {
+func (w *world) lastEvent(t *testing.T, eventType string) trace.Event {
 	t.Helper()
 	events := w.trace.OfType(eventType)
 	if len(events) == 0 {
@@ -60,7 +60,7 @@ func (w *world) lastEvent(t *testing.T, eventType string) dtrace.Event {
 }
 
 // fields returns an event's fields as a map, and its keys in order.
-func fields(e dtrace.Event) (map[string]any, []string) {
+func fields(e trace.Event) (map[string]any, []string) {
 	m := map[string]any{}
 	var keys []string
 	for _, f := range e.Fields() {

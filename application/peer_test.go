@@ -310,7 +310,7 @@ func TestFetchStoresOnlyAVerifiedWholeFile(t *testing.T) {
 		{"an implausible peer code is replaced by the status", "localhost:41234", token,
 			&fakeRedeemer{resp: ports.PeerRedeemResponse{Status: 500, ErrorCode: "<script>"}}, "http_500"},
 		{"a transport failure passes its refusal through", "localhost:41234", token,
-			&fakeRedeemer{err: refusal.Newf(refusal.PeerUnreachable, "gone")}, refusal.PeerUnreachable},
+			&fakeRedeemer{err: refusal.WithMessage(refusal.PeerUnreachable, "gone")}, refusal.PeerUnreachable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {

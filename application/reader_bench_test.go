@@ -21,7 +21,7 @@ import (
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
-	dtrace "github.com/resplane/resplane/domain/trace"
+	"github.com/resplane/resplane/domain/trace"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -183,7 +183,7 @@ func BenchmarkReadParallel(b *testing.B) {
 // recorder.
 type discardSink struct{}
 
-func (discardSink) Record(dtrace.Event) {}
+func (discardSink) Record(trace.Event) {}
 
 // listFiles is the listing fixture: 10 directories of 100 files of 1 KiB each.
 const (

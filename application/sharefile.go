@@ -87,14 +87,14 @@ func (u *ShareFile) Share(ctx context.Context, in ShareInput) (ShareResult, erro
 // max_ttl, or max_ttl when none was given.
 func (u *ShareFile) ttlFor(in ShareInput) (time.Duration, error) {
 	if strings.TrimSpace(in.Path) == "" || strings.TrimSpace(in.Peer) == "" {
-		return 0, refusal.Newf(refusal.InvalidInput, `"path" and "peer" are required non-empty strings.`)
+		return 0, refusal.WithMessage(refusal.InvalidInput, `"path" and "peer" are required non-empty strings.`)
 	}
 	if !in.HasTTL {
 		return u.plane.MaxTTL, nil
 	}
 	ttl, err := manifest.ParseTTL(in.TTL)
 	if err != nil {
-		return 0, refusal.Newf(refusal.InvalidInput,
+		return 0, refusal.WithMessage(refusal.InvalidInput,
 			`"ttl" must be a duration: an integer number of seconds, optionally suffixed s, m, h or d (such as "90" or "15m").`)
 	}
 	return min(ttl, u.plane.MaxTTL), nil
@@ -103,17 +103,17 @@ func (u *ShareFile) ttlFor(in ShareInput) (time.Duration, error) {
 func (u *ShareFile) share(ctx context.Context, in ShareInput, ttl time.Duration, event *trace.PeerHandleMint) (ShareResult, error) {
 	peer, err := destination.ParsePeer(in.Peer)
 	if err != nil || !destination.AnyMatches(u.networkAllow, peer) {
-		return ShareResult{}, refusal.Newf(refusal.PeerUnreachable,
+		return ShareResult{}, refusal.WithMessage(refusal.PeerUnreachable,
 			"The peer is not in capabilities.network.allow, so its agent card may not be fetched.")
 	}
 	card, err := u.cards.FetchCard(ctx, peer)
 	if err != nil || strings.TrimSpace(card.Name) == "" || strings.TrimSpace(card.URL) == "" {
-		return ShareResult{}, refusal.Newf(refusal.PeerUnreachable,
+		return ShareResult{}, refusal.WithMessage(refusal.PeerUnreachable,
 			"The peer's agent card could not be read, or it carries no name and url.")
 	}
 	aud, err := audience.FromCard(card.Name, card.URL)
 	if err != nil {
-		return ShareResult{}, refusal.Newf(refusal.PeerUnreachable,
+		return ShareResult{}, refusal.WithMessage(refusal.PeerUnreachable,
 			"The peer's agent card carries no usable name and url.")
 	}
 	event.Audience = aud
@@ -158,5 +158,5 @@ func shareRefusal(err error) error {
 	if !ok {
 		r = refusal.New(refusal.IOError)
 	}
-	return refusal.Newf(r.Code, r.Message+" Only regular files under the declared exports.peer_files.root may be shared.")
+	return refusal.WithMessage(r.Code, r.Message+" Only regular files under the declared exports.peer_files.root may be shared.")
 }

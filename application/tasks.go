@@ -18,7 +18,7 @@ func NewTasks(session Session) *Tasks { return &Tasks{generation: session.Genera
 // not completed, failed or cancelled is refused invalid_input and changes nothing.
 func (t *Tasks) Terminal(state string) (uint64, error) {
 	if _, ok := generation.ParseTerminalState(state); !ok {
-		return t.generation.Current(), refusal.Newf(refusal.InvalidInput,
+		return t.generation.Current(), refusal.WithMessage(refusal.InvalidInput,
 			`"state" must be one of "completed", "failed" or "cancelled".`)
 	}
 	return t.generation.Advance(), nil

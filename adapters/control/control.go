@@ -134,11 +134,11 @@ func (a *API) terminal(c echo.Context) error {
 func readObject(c echo.Context) (map[string]json.RawMessage, error) {
 	raw, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBodyBytes+1))
 	if err != nil || len(raw) > maxBodyBytes {
-		return nil, refusal.Newf(refusal.InvalidInput, "The request body must be a JSON object of at most 64 KiB.")
+		return nil, refusal.WithMessage(refusal.InvalidInput, "The request body must be a JSON object of at most 64 KiB.")
 	}
 	var object map[string]json.RawMessage
 	if json.Unmarshal(raw, &object) != nil || object == nil {
-		return nil, refusal.Newf(refusal.InvalidInput, "The request body must be a JSON object.")
+		return nil, refusal.WithMessage(refusal.InvalidInput, "The request body must be a JSON object.")
 	}
 	return object, nil
 }
@@ -148,7 +148,7 @@ func refuse(c echo.Context, err error) error {
 	r, ok := refusal.As(err)
 	if !ok {
 		if errors.Is(err, context.Canceled) {
-			r = refusal.Newf(refusal.IOError, "The call was cancelled.")
+			r = refusal.WithMessage(refusal.IOError, "The call was cancelled.")
 		} else {
 			r = refusal.New(refusal.IOError)
 		}

@@ -76,7 +76,7 @@ func (a *API) callTool(c echo.Context) error {
 	case name == FetchPeerFileTool && a.fetch != nil:
 		return a.callFetch(c)
 	default:
-		return refuse(c, refusal.Newf(refusal.UnknownTool, "No tool of that name is offered to this capsule; see GET /v1/tools."))
+		return refuse(c, refusal.WithMessage(refusal.UnknownTool, "No tool of that name is offered to this capsule; see GET /v1/tools."))
 	}
 }
 
@@ -98,7 +98,7 @@ func (a *API) callShare(c echo.Context) error {
 	path, okPath := stringField(object, "path")
 	peer, okPeer := stringField(object, "peer")
 	if !okPath || !okPeer {
-		return refuse(c, refusal.Newf(refusal.InvalidInput, `"path" and "peer" are required non-empty strings.`))
+		return refuse(c, refusal.WithMessage(refusal.InvalidInput, `"path" and "peer" are required non-empty strings.`))
 	}
 	ttl, hasTTL := stringField(object, "ttl") // a ttl that is not a string is ignored
 	result, err := a.share.Share(c.Request().Context(), application.ShareInput{Path: path, Peer: peer, TTL: ttl, HasTTL: hasTTL})
@@ -125,7 +125,7 @@ func (a *API) callFetch(c echo.Context) error {
 	peer, okPeer := stringField(object, "peer")
 	token, okHandle := stringField(object, "handle")
 	if !okPeer || !okHandle {
-		return refuse(c, refusal.Newf(refusal.InvalidInput, `"peer" and "handle" are required non-empty strings.`))
+		return refuse(c, refusal.WithMessage(refusal.InvalidInput, `"peer" and "handle" are required non-empty strings.`))
 	}
 	result, err := a.fetch.Fetch(c.Request().Context(), application.FetchInput{Peer: peer, Handle: token})
 	if err != nil {

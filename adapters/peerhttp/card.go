@@ -68,19 +68,19 @@ func (f *CardFetcher) FetchCard(ctx context.Context, peer destination.Peer) (por
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return ports.PeerCard{}, refusal.Newf(refusal.PeerUnreachable,
+		return ports.PeerCard{}, refusal.WithMessage(refusal.PeerUnreachable,
 			"The peer answered its agent card request with status "+strconv.Itoa(resp.StatusCode)+", not 200.")
 	}
 	data, err := readSmall(resp.Body)
 	switch {
 	case errors.Is(err, errTooBig):
-		return ports.PeerCard{}, refusal.Newf(refusal.PeerUnreachable, "The peer's agent card is larger than 64 KiB.")
+		return ports.PeerCard{}, refusal.WithMessage(refusal.PeerUnreachable, "The peer's agent card is larger than 64 KiB.")
 	case err != nil:
 		return ports.PeerCard{}, f.client.unreachable(ctx, err)
 	}
 	card, ok := jsonObject(data)
 	if !ok {
-		return ports.PeerCard{}, refusal.Newf(refusal.PeerUnreachable, "The peer's agent card is not a JSON object.")
+		return ports.PeerCard{}, refusal.WithMessage(refusal.PeerUnreachable, "The peer's agent card is not a JSON object.")
 	}
 	return ports.PeerCard{Name: nonBlank(stringField(card, "name")), URL: nonBlank(stringField(card, "url"))}, nil
 }

@@ -76,7 +76,7 @@ func newClient(roots *x509.CertPool, connect time.Duration) *client {
 func (c *client) get(ctx context.Context, url string, header http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, refusal.Newf(refusal.PeerUnreachable, "The peer's address does not form a request URL.")
+		return nil, refusal.WithMessage(refusal.PeerUnreachable, "The peer's address does not form a request URL.")
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -120,7 +120,7 @@ func (c *client) unreachable(ctx context.Context, err error) *refusal.Refusal {
 	default:
 		sentence = "The connection to the peer failed before a complete answer arrived."
 	}
-	return refusal.Newf(refusal.PeerUnreachable, sentence)
+	return refusal.WithMessage(refusal.PeerUnreachable, sentence)
 }
 
 // errTooBig reports a body longer than maxSmallBody.

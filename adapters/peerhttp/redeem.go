@@ -145,7 +145,7 @@ func sinkFailure(err error) error {
 	if _, ok := refusal.As(err); ok {
 		return err
 	}
-	return refusal.Newf(refusal.IOError, "The fetched bytes could not be written.")
+	return refusal.WithMessage(refusal.IOError, "The fetched bytes could not be written.")
 }
 
 // progressReader pushes the watchdog back by idle after every read that returned bytes.

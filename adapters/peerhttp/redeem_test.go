@@ -324,7 +324,7 @@ func (s failingSink) Write([]byte) (int, error) { return 0, s.err }
 
 func TestRedeemReportsAFailingSinkAsIOError(t *testing.T) {
 	_, peer := serve(t, fileHandler([]byte("payload"), nil))
-	own := refusal.Newf(refusal.IOError, "The fetched file could not be stored: no space left on device.")
+	own := refusal.WithMessage(refusal.IOError, "The fetched file could not be stored: no space left on device.")
 	for _, tc := range []struct {
 		name string
 		sink error

@@ -32,14 +32,14 @@ import (
 func FromCard(name, url string) (string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return "", refusal.Newf(refusal.PeerUnreachable, "The agent card has no name.")
+		return "", refusal.WithMessage(refusal.PeerUnreachable, "The agent card has no name.")
 	}
 	if strings.TrimSpace(url) == "" {
-		return "", refusal.Newf(refusal.PeerUnreachable, "The agent card has no url.")
+		return "", refusal.WithMessage(refusal.PeerUnreachable, "The agent card has no url.")
 	}
 	hp := hostPort(url)
 	if hp == "" {
-		return "", refusal.Newf(refusal.PeerUnreachable, "The agent card's url names no host:port.")
+		return "", refusal.WithMessage(refusal.PeerUnreachable, "The agent card's url names no host:port.")
 	}
 	return lowercase(name + "@" + hp), nil
 }

@@ -25,8 +25,9 @@ func Parse(s string) (Class, error) {
 }
 
 // FollowsSymlinks reports whether symlinks beneath an export root are followed (sealed and
-// advisory, always staying beneath the root) or refused wherever they appear (scoped).
-func (c Class) FollowsSymlinks() bool { return c != Scoped }
+// advisory, always staying beneath the root) or refused wherever they appear (scoped). It
+// fails closed: any other value, the zero Class included, refuses symlinks like scoped.
+func (c Class) FollowsSymlinks() bool { return c == Advisory || c == Sealed }
 
 // String returns the class name as it appears on the wire.
 func (c Class) String() string { return string(c) }

@@ -72,9 +72,9 @@ func New(code Code) *Refusal {
 	return &Refusal{Code: code, Message: "The request was refused (" + string(code) + ")."}
 }
 
-// Newf returns a refusal with a caller-chosen message, for the agent tools and control API,
-// whose messages explain what was wrong with the input and what is accepted.
-func Newf(code Code, message string) *Refusal {
+// WithMessage returns a refusal with a caller-chosen message, for the agent tools and control
+// API, whose messages explain what was wrong with the input and what is accepted.
+func WithMessage(code Code, message string) *Refusal {
 	return &Refusal{Code: code, Message: message}
 }
 

@@ -6,7 +6,8 @@
 //	application     stdlib, domain and ports
 //	adapters/<a>/.. stdlib, domain, ports, application, its own subpackages, libraries;
 //	                never another adapter
-//	cmd/...         anything but domain internals is fine; it reaches the app through the root
+//	cmd/...         anything; it reaches the application through the root package
+//	root            the composition root; nothing but cmd/... may import it
 //
 // It is run by `make arch` and by `make test`.
 package main
@@ -68,6 +69,9 @@ func violation(pkg, imp string) string {
 	}
 	own := imp == module || strings.HasPrefix(imp, module+"/")
 	target := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+	if imp == module && layer(pkg) != "cmd" {
+		return "only cmd/ may import the composition root"
+	}
 	switch layer(pkg) {
 	case "domain":
 		if !own || layer(target) != "domain" {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -23,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resplane/resplane"
 	"github.com/resplane/resplane/adapters/control"
 )
 
@@ -73,8 +73,53 @@ type Capsule struct {
 	Wrapper []string
 }
 
-// Ready is the ready line serve prints on stdout.
-type Ready = resplane.ReadyLine
+// Ready is the ready line serve prints on stdout, declared here from the documented interface
+// (docs/operator-guide.md, "The ready line") rather than borrowed from the type that writes
+// it: a black-box test that decoded the line with the producer's own type would check
+// nothing. parseReady holds the line to exactly these keys.
+type Ready struct {
+	Event       string   `json:"event"`
+	SessionID   string   `json:"session_id"`
+	Listen      string   `json:"listen"`
+	URL         string   `json:"url"`
+	Audience    string   `json:"audience"`
+	Control     string   `json:"control"`
+	Trace       string   `json:"trace"`
+	Workdir     string   `json:"workdir"`
+	Containment string   `json:"containment"`
+	Planes      []string `json:"planes"`
+	Tools       []string `json:"tools"`
+}
+
+// parseReady decodes a ready line, refusing a line that is not one JSON object with exactly
+// the documented keys, each of the documented type, and event "ready".
+func parseReady(line string) (Ready, error) {
+	var ready Ready
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(line), &keys); err != nil {
+		return ready, err
+	}
+	want := reflect.TypeFor[Ready]()
+	for i := range want.NumField() {
+		key := want.Field(i).Tag.Get("json")
+		if _, ok := keys[key]; !ok {
+			return ready, fmt.Errorf("the ready line has no %q", key)
+		}
+		delete(keys, key)
+	}
+	for key := range keys {
+		return ready, fmt.Errorf("the ready line has an undocumented key %q", key)
+	}
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ready); err != nil {
+		return ready, err
+	}
+	if ready.Event != "ready" {
+		return ready, fmt.Errorf("the ready line's event is %q, not \"ready\"", ready.Event)
+	}
+	return ready, nil
+}
 
 // Process is one running resplane serve.
 type Process struct {
@@ -177,9 +222,11 @@ func serve(t testing.TB, wrapper, env []string, args ...string) *Process {
 			<-p.done
 			t.Fatalf("serve exited (%d) without a ready line; stderr:\n%s", p.exit, p.stderr.String())
 		}
-		if err := json.Unmarshal([]byte(line), &p.Ready); err != nil {
+		ready, err := parseReady(line)
+		if err != nil {
 			t.Fatalf("ready line %q: %v", line, err)
 		}
+		p.Ready = ready
 	case <-time.After(15 * time.Second):
 		t.Fatalf("no ready line within 15 s; stderr:\n%s", p.stderr.String())
 	}

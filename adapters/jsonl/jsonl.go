@@ -1,6 +1,6 @@
-// Package trace implements ports.TraceSink: File appends events to trace.jsonl (contract §8),
-// and Recorder keeps them in memory for tests.
-package trace
+// Package jsonl implements ports.TraceSink on a JSON Lines file: File appends events to
+// trace.jsonl (contract §8).
+package jsonl
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
-	dtrace "github.com/resplane/resplane/domain/trace"
+	"github.com/resplane/resplane/domain/trace"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -81,7 +81,7 @@ func Open(cfg Config) (*File, error) {
 // Start writes session_start, whose event_id becomes the parent_id of every later line. Call
 // it once, before the first Record; lines recorded earlier have a null parent_id. It writes
 // nothing in a joined session.
-func (t *File) Start(e dtrace.SessionStart) {
+func (t *File) Start(e trace.SessionStart) {
 	if t.cfg.Parent != "" {
 		return
 	}
@@ -97,7 +97,7 @@ func (t *File) Start(e dtrace.SessionStart) {
 }
 
 // Record implements ports.TraceSink.
-func (t *File) Record(e dtrace.Event) {
+func (t *File) Record(e trace.Event) {
 	body, ok := t.encodeBody(e)
 	if !ok {
 		return
@@ -108,7 +108,7 @@ func (t *File) Record(e dtrace.Event) {
 }
 
 // End writes session_end, on a graceful shutdown only. It writes nothing in a joined session.
-func (t *File) End(e dtrace.SessionEnd) {
+func (t *File) End(e trace.SessionEnd) {
 	if t.cfg.Parent != "" {
 		return
 	}
@@ -124,7 +124,7 @@ func (t *File) Close() error {
 
 // encodeBody encodes and redacts the event's own fields outside the lock that serialises
 // writes; only the small envelope is built and redacted under it.
-func (t *File) encodeBody(e dtrace.Event) (string, bool) {
+func (t *File) encodeBody(e trace.Event) (string, bool) {
 	body, err := encodeFields(e.Fields())
 	if err != nil {
 		t.report(fmt.Errorf("trace: encode %s: %w", e.Type(), err))
@@ -145,7 +145,7 @@ func (t *File) writeLocked(eventType, body string) (string, bool) {
 		return "", false
 	}
 	eventID := "evt_" + hex.EncodeToString(id[:])
-	envelope, err := encodeFields([]dtrace.Field{
+	envelope, err := encodeFields([]trace.Field{
 		{Key: "event_type", Value: eventType},
 		{Key: "event_id", Value: eventID},
 		{Key: "parent_id", Value: t.root},
@@ -178,7 +178,7 @@ func (t *File) report(err error) {
 
 // encodeFields renders the fields as the members of a JSON object, in the given order and
 // without the braces: "key":value pairs joined by commas.
-func encodeFields(fields []dtrace.Field) (string, error) {
+func encodeFields(fields []trace.Field) (string, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

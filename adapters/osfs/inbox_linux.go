@@ -1,26 +1,4 @@
-// Package inbox stores the files fetch-peer-file receives under the workdir's peer-in/
-// directory (ports.PeerInbox), so that a fetched file appears whole or not at all.
-//
-// What it guarantees:
-//
-//   - Every operation is relative to one descriptor of the workdir, opened once by Open, and
-//     then to one descriptor of peer-in opened with O_NOFOLLOW|O_DIRECTORY per staged file.
-//     If peer-in exists as anything but a real directory (a symlink to a directory included)
-//     Stage fails and nothing is written through it; a peer-in swapped for a symlink after
-//     Stage does not redirect the file either, because the rename goes through the same
-//     directory descriptor the temp file was created in.
-//   - A staged file is a new 0600 temp file peer-in/.<handle id>-<16 random hex>.part, created
-//     with O_CREAT|O_EXCL|O_NOFOLLOW, so concurrent stages never share or follow a file.
-//   - Commit flushes the file, renames it over peer-in/<name> in one step (replacing a file or
-//     a symlink of that name, never writing through it) and flushes the directory. A reader
-//     sees the earlier file or the new one, never a mix.
-//   - Every failure leaves no temp file behind and is an io_error refusal whose message names
-//     no host path.
-//
-// It does not guard against another process rewriting files inside peer-in/ after Commit, and
-// it does not stop the workdir itself from being replaced after Open (the descriptor keeps
-// pointing at the directory that was opened).
-package inbox
+package osfs
 
 import (
 	"crypto/rand"
@@ -39,17 +17,42 @@ import (
 // dirName is the inbox directory, relative to the workdir.
 const dirName = "peer-in"
 
-// Inbox is the peer-in/ directory of one workdir. It is safe for concurrent use.
+// Inbox is the peer-in/ directory of one workdir (ports.PeerInbox): it stores the files
+// fetch-peer-file receives, so that a fetched file appears whole or not at all.
+//
+// What it guarantees:
+//
+//   - Every operation is relative to one descriptor of the workdir, opened once by OpenInbox,
+//     and then to one descriptor of peer-in opened with O_NOFOLLOW|O_DIRECTORY per staged
+//     file. If peer-in exists as anything but a real directory (a symlink to a directory
+//     included) Stage fails and nothing is written through it; a peer-in swapped for a
+//     symlink after Stage does not redirect the file either, because the rename goes through
+//     the same directory descriptor the temp file was created in.
+//   - A staged file is a new 0600 temp file peer-in/.<handle id>-<16 random hex>.part,
+//     created with O_CREAT|O_EXCL|O_NOFOLLOW, so concurrent stages never share or follow a
+//     file.
+//   - Commit flushes the file, renames it over peer-in/<name> in one step (replacing a file
+//     or a symlink of that name, never writing through it) and flushes the directory. A
+//     reader sees the earlier file or the new one, never a mix.
+//   - Every failure leaves no temp file behind and is an io_error refusal whose message
+//     names no host path. A system call a signal interrupts is retried, as everywhere in
+//     this package.
+//
+// What it does not guarantee: it does not guard against another process rewriting files
+// inside peer-in/ after Commit, and it does not stop the workdir itself from being replaced
+// after OpenInbox (the descriptor keeps pointing at the directory that was opened).
+//
+// An Inbox is safe for concurrent use.
 type Inbox struct {
 	workdir int
 }
 
 var _ ports.PeerInbox = (*Inbox)(nil)
 
-// Open opens workdir (O_PATH|O_DIRECTORY) and returns its inbox. The error names the path; it
-// is meant for the operator at startup.
-func Open(workdir string) (*Inbox, error) {
-	fd, err := unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// OpenInbox opens workdir (O_PATH|O_DIRECTORY) and returns its inbox. The error names the
+// path; it is meant for the operator at startup.
+func OpenInbox(workdir string) (*Inbox, error) {
+	fd, err := retry(func() (int, error) { return unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
 	if err != nil {
 		return nil, fmt.Errorf("opening the workdir %s for peer-in: %w", workdir, err)
 	}
@@ -68,17 +71,21 @@ func (in *Inbox) Stage(handleID string) (ports.StagedFile, error) {
 	if strings.ContainsAny(handleID, "/\x00") {
 		return nil, storeFailed("the handle id cannot be part of a file name", nil)
 	}
-	if err := unix.Mkdirat(in.workdir, dirName, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := retryErr(func() error { return unix.Mkdirat(in.workdir, dirName, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
 		return nil, storeFailed("peer-in could not be created", err)
 	}
-	dir, err := unix.Openat(in.workdir, dirName, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dir, err := retry(func() (int, error) {
+		return unix.Openat(in.workdir, dirName, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
 	if err != nil {
 		return nil, storeFailed("peer-in is not a directory or cannot be opened", err)
 	}
 	var random [8]byte
 	rand.Read(random[:])
 	temp := "." + handleID + "-" + hex.EncodeToString(random[:]) + ".part"
-	fd, err := unix.Openat(dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err := retry(func() (int, error) {
+		return unix.Openat(dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	})
 	if err != nil {
 		unix.Close(dir)
 		return nil, storeFailed("the temp file could not be created", err)
@@ -124,13 +131,13 @@ func (s *stagedFile) Commit(name string) (string, error) {
 		s.Discard()
 		return "", storeFailed("closing the temp file failed", err)
 	}
-	if err := unix.Renameat(s.dir, s.temp, s.dir, name); err != nil {
+	if err := retryErr(func() error { return unix.Renameat(s.dir, s.temp, s.dir, name) }); err != nil {
 		s.Discard()
 		return "", storeFailed("moving the file into place failed", err)
 	}
 	s.done = true
 	defer unix.Close(s.dir)
-	if err := unix.Fsync(s.dir); err != nil {
+	if err := retryErr(func() error { return unix.Fsync(s.dir) }); err != nil {
 		unix.Unlinkat(s.dir, name, 0)
 		return "", storeFailed("flushing peer-in failed", err)
 	}
@@ -155,5 +162,5 @@ func storeFailed(what string, cause error) *refusal.Refusal {
 	if errors.As(cause, &errno) {
 		what += ": " + errno.Error()
 	}
-	return refusal.Newf(refusal.IOError, "The fetched file could not be stored: "+what+".")
+	return refusal.WithMessage(refusal.IOError, "The fetched file could not be stored: "+what+".")
 }

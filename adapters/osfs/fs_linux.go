@@ -1,50 +1,3 @@
-// Package osfs serves export roots from the real filesystem (Linux only): it implements
-// ports.ExportFS, and ports.RootLocator for the launch check.
-//
-// An FS holds one descriptor of the workdir, opened by New, and resolves every name relative
-// to a descriptor it holds, never by reading a path string again. At every call the declared
-// export root is resolved beneath the workdir descriptor (following symlinks, refusing any
-// step out of the workdir), and the requested path beneath the root by the class rule of
-// contract §3.2. Both use domain/resolve, the algorithm adapters/memfs shares.
-//
-// A path without symlinks is opened in two openat2 calls resolving root and path together
-// with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS: first an O_PATH descriptor
-// whose fstat decides the file type, then, for a regular file only, the read descriptor,
-// which must be the same inode. When the kernel meets a symlink (ELOOP), or openat2 is
-// unavailable (ENOSYS, or EPERM under a seccomp filter, after which the FS stops trying it),
-// resolution walks one component at a time: openat(O_PATH|O_NOFOLLOW) relative to the
-// directory descriptor above, fstat, readlinkat on the link's own descriptor. The final
-// regular file is opened relative to its held parent descriptor with
-// O_RDONLY|O_NOFOLLOW|O_NONBLOCK and must again be the inode that was looked up. Listing
-// descends only through directories opened with O_RDONLY|O_DIRECTORY|O_NOFOLLOW relative to
-// their parent's descriptor, so a directory swapped for a symlink fails closed.
-//
-// What this guarantees: no concurrent rename, symlink swap or directory exchange can make a
-// call open a file by a route that leaves the root; a race turns into a refusal (possibly
-// io_error), never into an outside file, for reads and listings alike. A FIFO, socket or
-// device node is never opened: resolution learns the type from an O_PATH descriptor, a
-// listing from the directory entry, and every read open is O_NONBLOCK, so no call blocks on
-// a FIFO. Size and
-// modification time come from the descriptor the bytes are read from. Refusals never carry
-// a host path.
-//
-// What it does not guarantee:
-//
-//   - Hard links are invisible to any path check. A hard link inside the root to a file
-//     stored elsewhere is the same file as the one elsewhere, and it is served.
-//   - A directory moved out of the root while a call holds its descriptor (mid-resolution,
-//     or mid-listing) is followed to its new place: the call may still open a file beneath
-//     it. Arranging that takes write access both inside the root and at the destination.
-//   - Mount points are crossed: a filesystem mounted beneath the root is part of it.
-//   - A regular file swapped for a device node in the instant between the type check and
-//     the read open may be opened (and is then closed unread); creating a device node
-//     inside the root takes CAP_MKNOD.
-//   - Absolute symlinks are judged against the workdir's canonical path as New recorded it.
-//     If the workdir is later moved, absolute links inside it are refused (outside_root);
-//     nothing outside becomes reachable.
-//   - The FS reads with the process's own credentials; it does not stand between users.
-//
-// An FS is safe for concurrent use.
 package osfs
 
 import (
@@ -263,4 +216,10 @@ func retry(call func() (int, error)) (int, error) {
 			return n, err
 		}
 	}
+}
+
+// retryErr is retry for a system call that returns only an error.
+func retryErr(call func() error) error {
+	_, err := retry(func() (int, error) { return 0, call() })
+	return err
 }

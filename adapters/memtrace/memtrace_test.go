@@ -1,10 +1,10 @@
-package trace
+package memtrace
 
 import (
 	"sync"
 	"testing"
 
-	dtrace "github.com/resplane/resplane/domain/trace"
+	"github.com/resplane/resplane/domain/trace"
 )
 
 func TestRecorder(t *testing.T) {
@@ -12,9 +12,9 @@ func TestRecorder(t *testing.T) {
 	if len(r.Events()) != 0 {
 		t.Fatal("a new Recorder is not empty")
 	}
-	r.Record(dtrace.ResourceList{Root: "out/"})
-	r.Record(dtrace.ResourceRead{Path: "a"})
-	r.Record(dtrace.ResourceRead{Path: "b"})
+	r.Record(trace.ResourceList{Root: "out/"})
+	r.Record(trace.ResourceRead{Path: "a"})
+	r.Record(trace.ResourceRead{Path: "b"})
 
 	events := r.Events()
 	if len(events) != 3 || events[0].Type() != "resource_list" {
@@ -25,7 +25,7 @@ func TestRecorder(t *testing.T) {
 		t.Error("Events() shares its slice with the recorder")
 	}
 	reads := r.OfType("resource_read")
-	if len(reads) != 2 || reads[0].(dtrace.ResourceRead).Path != "a" || reads[1].(dtrace.ResourceRead).Path != "b" {
+	if len(reads) != 2 || reads[0].(trace.ResourceRead).Path != "a" || reads[1].(trace.ResourceRead).Path != "b" {
 		t.Errorf("OfType(resource_read) = %v", reads)
 	}
 	if got := r.OfType("peer_file_fetch"); len(got) != 0 {
@@ -39,7 +39,7 @@ func TestRecorderConcurrentUse(t *testing.T) {
 	for range 20 {
 		wg.Go(func() {
 			for range 50 {
-				r.Record(dtrace.ResourceRead{})
+				r.Record(trace.ResourceRead{})
 				r.Events()
 				r.OfType("resource_read")
 			}

@@ -1,4 +1,4 @@
-package trace
+package jsonl
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/resplane/resplane/domain/refusal"
-	dtrace "github.com/resplane/resplane/domain/trace"
+	"github.com/resplane/resplane/domain/trace"
 )
 
 // fixedClock is always at the same instant.
@@ -132,13 +132,13 @@ func checkEventID(t *testing.T, id any) string {
 
 func TestSessionLinesAndFieldOrder(t *testing.T) {
 	f, log := open(t, nil)
-	f.Start(dtrace.SessionStart{
+	f.Start(trace.SessionStart{
 		Capsule: "reporter", Version: "1.0", Containment: "advisory", Workdir: "/w",
 		Planes: []string{"files"},
 	})
-	f.Record(dtrace.ResourceRead{Path: "a.txt", Bytes: 5, SHA256: "ab12", Generation: 2, Containment: "advisory"})
-	f.Record(dtrace.ResourceList{Root: "out/", EntryCount: 3, Generation: 2, Containment: "scoped", Err: refusal.New(refusal.SymlinkRefused)})
-	f.End(dtrace.SessionEnd{Generation: 2, Reason: "signal"})
+	f.Record(trace.ResourceRead{Path: "a.txt", Bytes: 5, SHA256: "ab12", Generation: 2, Containment: "advisory"})
+	f.Record(trace.ResourceList{Root: "out/", EntryCount: 3, Generation: 2, Containment: "scoped", Err: refusal.New(refusal.SymlinkRefused)})
+	f.End(trace.SessionEnd{Generation: 2, Reason: "signal"})
 
 	got := lines(t, f)
 	want := []struct {
@@ -187,7 +187,7 @@ func TestSessionLinesAndFieldOrder(t *testing.T) {
 
 func TestLineIsExactlyEncoded(t *testing.T) {
 	f, _ := open(t, func(c *Config) { c.Parent = "evt_runtime" })
-	f.Record(dtrace.ResourceRead{Path: "dir/", Generation: 1, Containment: "sealed", Err: refusal.New(refusal.NotFound)})
+	f.Record(trace.ResourceRead{Path: "dir/", Generation: 1, Containment: "sealed", Err: refusal.New(refusal.NotFound)})
 	got := lines(t, f)
 	if len(got) != 1 {
 		t.Fatalf("got %d lines, want 1", len(got))
@@ -203,9 +203,9 @@ func TestLineIsExactlyEncoded(t *testing.T) {
 
 func TestJoinedSessionWritesNoSessionLines(t *testing.T) {
 	f, _ := open(t, func(c *Config) { c.Parent = "evt_runtime" })
-	f.Start(dtrace.SessionStart{Capsule: "reporter"})
-	f.Record(dtrace.ResourceList{Root: "out/", Containment: "advisory"})
-	f.End(dtrace.SessionEnd{Reason: "signal"})
+	f.Start(trace.SessionStart{Capsule: "reporter"})
+	f.Record(trace.ResourceList{Root: "out/", Containment: "advisory"})
+	f.End(trace.SessionEnd{Reason: "signal"})
 	got := lines(t, f)
 	if len(got) != 1 {
 		t.Fatalf("got %d lines, want only the resource_list:\n%s", len(got), strings.Join(got, "\n"))
@@ -217,8 +217,8 @@ func TestJoinedSessionWritesNoSessionLines(t *testing.T) {
 
 func TestRawUTF8(t *testing.T) {
 	f, _ := open(t, nil)
-	f.Record(dtrace.ResourceRead{Path: "a<b>&c\xff\xfe.txt", Err: refusal.New(refusal.OutsideRoot)})
-	f.Record(dtrace.SessionStart{Planes: []string{"ok", "bad\xc3"}, Tools: []string{"é"}})
+	f.Record(trace.ResourceRead{Path: "a<b>&c\xff\xfe.txt", Err: refusal.New(refusal.OutsideRoot)})
+	f.Record(trace.SessionStart{Planes: []string{"ok", "bad\xc3"}, Tools: []string{"é"}})
 	got := lines(t, f)
 	line := got[0]
 	if !strings.Contains(line, `"path":"a<b>&c`+"\uFFFD\uFFFD"+`.txt"`) {
@@ -238,7 +238,7 @@ func TestRedactorSeesTheWholeLine(t *testing.T) {
 		c.SessionID = "ses_mh1.in.session"
 		c.Redact = func(s string) string { return token.ReplaceAllString(s, "<handle:x>") }
 	})
-	f.Record(dtrace.ResourceRead{Path: "out/mh1.abc.def", Err: refusal.New(refusal.NotFound)})
+	f.Record(trace.ResourceRead{Path: "out/mh1.abc.def", Err: refusal.New(refusal.NotFound)})
 	line := lines(t, f)[0]
 	if strings.Contains(line, "mh1.") || strings.Count(line, "<handle:x>") != 2 {
 		t.Errorf("not redacted everywhere: %s", line)
@@ -253,7 +253,7 @@ func TestFileModesAndAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Record(dtrace.SessionEnd{Reason: "first"})
+	f.Record(trace.SessionEnd{Reason: "first"})
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestFileModesAndAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	f.Record(dtrace.SessionEnd{Reason: "second"})
+	f.Record(trace.SessionEnd{Reason: "second"})
 	got := lines(t, f)
 	if len(got) != 2 || decode(t, got[0])["reason"] != "first" || decode(t, got[1])["reason"] != "second" {
 		t.Errorf("reopening did not append:\n%s", strings.Join(got, "\n"))
@@ -281,7 +281,7 @@ func TestFileModesAndAppend(t *testing.T) {
 func TestConcurrentRecordsAreNeverInterleaved(t *testing.T) {
 	const goroutines, perGoroutine = 50, 200
 	f, log := open(t, nil)
-	f.Start(dtrace.SessionStart{Capsule: "reporter"})
+	f.Start(trace.SessionStart{Capsule: "reporter"})
 	// Padding makes each line long, so that two writes mixing would break a line's JSON or
 	// its path.
 	pad := strings.Repeat("x", 1000)
@@ -289,7 +289,7 @@ func TestConcurrentRecordsAreNeverInterleaved(t *testing.T) {
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := range perGoroutine {
-				f.Record(dtrace.ResourceRead{Path: fmt.Sprintf("%d/%d/%s", g, i, pad), Err: refusal.New(refusal.NotFound)})
+				f.Record(trace.ResourceRead{Path: fmt.Sprintf("%d/%d/%s", g, i, pad), Err: refusal.New(refusal.NotFound)})
 			}
 		})
 	}
@@ -334,17 +334,17 @@ func TestOpenFailsWhenTheDirectoryCannotBeCreated(t *testing.T) {
 type unencodable struct{}
 
 func (unencodable) Type() string { return "broken" }
-func (unencodable) Fields() []dtrace.Field {
-	return []dtrace.Field{{Key: "value", Value: func() {}}}
+func (unencodable) Fields() []trace.Field {
+	return []trace.Field{{Key: "value", Value: func() {}}}
 }
 
 func TestFailuresAreReportedNotRaised(t *testing.T) {
 	t.Run("closed file", func(t *testing.T) {
 		f, log := open(t, nil)
 		_ = f.Close()
-		f.Start(dtrace.SessionStart{})
-		f.Record(dtrace.ResourceList{})
-		f.End(dtrace.SessionEnd{})
+		f.Start(trace.SessionStart{})
+		f.Record(trace.ResourceList{})
+		f.End(trace.SessionEnd{})
 		errs := log.all()
 		if len(errs) != 3 || !errors.Is(errs[0], os.ErrClosed) {
 			t.Errorf("reported %v, want three write errors on a closed file", errs)
@@ -360,8 +360,8 @@ func TestFailuresAreReportedNotRaised(t *testing.T) {
 			t.Skipf("cannot open /dev/full: %v", err)
 		}
 		defer f.Close()
-		f.Start(dtrace.SessionStart{})
-		f.Record(dtrace.ResourceList{})
+		f.Start(trace.SessionStart{})
+		f.Record(trace.ResourceList{})
 		// session_start failed, so later lines keep a null parent rather than a dangling one.
 		if f.root != nil {
 			t.Errorf("parent set to %v by a session_start that was not written", f.root)
@@ -373,7 +373,7 @@ func TestFailuresAreReportedNotRaised(t *testing.T) {
 	t.Run("unencodable field", func(t *testing.T) {
 		f, log := open(t, nil)
 		f.Record(unencodable{})
-		f.Record(dtrace.ResourceList{})
+		f.Record(trace.ResourceList{})
 		if errs := log.all(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "field value") {
 			t.Errorf("reported %v, want one encoding error naming the field", errs)
 		}
@@ -384,6 +384,6 @@ func TestFailuresAreReportedNotRaised(t *testing.T) {
 	t.Run("no error callback", func(t *testing.T) {
 		f, _ := open(t, func(c *Config) { c.OnError = nil })
 		_ = f.Close()
-		f.Record(dtrace.ResourceList{})
+		f.Record(trace.ResourceList{})
 	})
 }

@@ -1,4 +1,4 @@
-package inbox_test
+package osfs_test
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/resplane/resplane/adapters/inbox"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
 )
@@ -18,10 +18,10 @@ import (
 const handleID = "3f2a91c40b7e5d68"
 
 // open returns the inbox of a new temp workdir and that workdir's path.
-func open(t *testing.T) (*inbox.Inbox, string) {
+func openInbox(t *testing.T) (*osfs.Inbox, string) {
 	t.Helper()
 	workdir := t.TempDir()
-	in, err := inbox.Open(workdir)
+	in, err := osfs.OpenInbox(workdir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func open(t *testing.T) (*inbox.Inbox, string) {
 }
 
 // entries lists dir's names, sorted; a missing dir lists nothing.
-func entries(t *testing.T, dir string) []string {
+func inboxEntries(t *testing.T, dir string) []string {
 	t.Helper()
 	list, err := os.ReadDir(dir)
 	if err != nil && !os.IsNotExist(err) {
@@ -43,7 +43,7 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
-func write(t *testing.T, f ports.StagedFile, s string) {
+func writeStaged(t *testing.T, f ports.StagedFile, s string) {
 	t.Helper()
 	if n, err := f.Write([]byte(s)); err != nil || n != len(s) {
 		t.Fatalf("Write = %d, %v", n, err)
@@ -63,7 +63,7 @@ func wantIOError(t *testing.T, err error, workdir string) {
 }
 
 func TestStageCreatesPeerInAndAPrivateTempFile(t *testing.T) {
-	in, workdir := open(t)
+	in, workdir := openInbox(t)
 	f, err := in.Stage(handleID)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestStageCreatesPeerInAndAPrivateTempFile(t *testing.T) {
 	if err != nil || !info.IsDir() || info.Mode().Perm()&0o077 != 0 {
 		t.Fatalf("peer-in = %v, %v; want a directory closed to group and others", info, err)
 	}
-	names := entries(t, dir)
+	names := inboxEntries(t, dir)
 	if len(names) != 1 || !regexp.MustCompile(`^\.`+handleID+`-[0-9a-f]{16}\.part$`).MatchString(names[0]) {
 		t.Fatalf("peer-in holds %q, want one .<handle id>-<16 hex>.part", names)
 	}
@@ -85,13 +85,13 @@ func TestStageCreatesPeerInAndAPrivateTempFile(t *testing.T) {
 }
 
 func TestCommitStoresTheBytesUnderTheName(t *testing.T) {
-	in, workdir := open(t)
+	in, workdir := openInbox(t)
 	f, err := in.Stage(handleID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, f, "hello, ")
-	write(t, f, "peer")
+	writeStaged(t, f, "hello, ")
+	writeStaged(t, f, "peer")
 	stored, err := f.Commit(handleID + "-report.md")
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestCommitStoresTheBytesUnderTheName(t *testing.T) {
 	if err != nil || string(got) != "hello, peer" {
 		t.Errorf("stored bytes = %q, %v", got, err)
 	}
-	if names := entries(t, filepath.Join(workdir, "peer-in")); !slices.Equal(names, []string{handleID + "-report.md"}) {
+	if names := inboxEntries(t, filepath.Join(workdir, "peer-in")); !slices.Equal(names, []string{handleID + "-report.md"}) {
 		t.Errorf("peer-in holds %q, want only the stored file", names)
 	}
 	f.Discard() // after Commit: a no-op that must not remove the stored file
@@ -113,7 +113,7 @@ func TestCommitStoresTheBytesUnderTheName(t *testing.T) {
 }
 
 func TestCommitReplacesAnEarlierFileAndASymlinkWithoutWritingThroughIt(t *testing.T) {
-	in, workdir := open(t)
+	in, workdir := openInbox(t)
 	outside := filepath.Join(t.TempDir(), "victim.txt")
 	if err := os.WriteFile(outside, []byte("untouched"), 0o600); err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestCommitReplacesAnEarlierFileAndASymlinkWithoutWritingThroughIt(t *testin
 		if err != nil {
 			t.Fatal(err)
 		}
-		write(t, f, "new")
+		writeStaged(t, f, "new")
 		if _, err := f.Commit(name); err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestStageRefusesAPeerInThatIsNotARealDirectory(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, workdir := open(t)
+			in, workdir := openInbox(t)
 			elsewhere := t.TempDir()
 			tc.setup(t, filepath.Join(workdir, "peer-in"), elsewhere)
 			f, err := in.Stage(handleID)
@@ -180,10 +180,10 @@ func TestStageRefusesAPeerInThatIsNotARealDirectory(t *testing.T) {
 				f.Discard()
 			}
 			wantIOError(t, err, workdir)
-			if names := entries(t, elsewhere); len(names) != 0 {
+			if names := inboxEntries(t, elsewhere); len(names) != 0 {
 				t.Errorf("written through peer-in: %q", names)
 			}
-			if names := entries(t, workdir); !slices.Equal(names, []string{"peer-in"}) {
+			if names := inboxEntries(t, workdir); !slices.Equal(names, []string{"peer-in"}) {
 				t.Errorf("workdir holds %q, want only peer-in", names)
 			}
 		})
@@ -191,7 +191,7 @@ func TestStageRefusesAPeerInThatIsNotARealDirectory(t *testing.T) {
 }
 
 func TestStageRefusesAHandleIDThatIsNotPartOfAName(t *testing.T) {
-	in, workdir := open(t)
+	in, workdir := openInbox(t)
 	for _, id := range []string{"../escape", "a/b", "nul\x00"} {
 		f, err := in.Stage(id)
 		if err == nil {
@@ -199,7 +199,7 @@ func TestStageRefusesAHandleIDThatIsNotPartOfAName(t *testing.T) {
 		}
 		wantIOError(t, err, workdir)
 	}
-	if names := entries(t, workdir); len(names) != 0 {
+	if names := inboxEntries(t, workdir); len(names) != 0 {
 		t.Errorf("workdir holds %q, want nothing", names)
 	}
 }
@@ -222,7 +222,7 @@ func TestAFailedCommitLeavesNoTempFile(t *testing.T) {
 		}, "taken"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, workdir := open(t)
+			in, workdir := openInbox(t)
 			peerIn := filepath.Join(workdir, "peer-in")
 			f, err := in.Stage(handleID)
 			if err != nil {
@@ -231,12 +231,12 @@ func TestAFailedCommitLeavesNoTempFile(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, peerIn)
 			}
-			before := entries(t, peerIn)
-			write(t, f, "bytes")
+			before := inboxEntries(t, peerIn)
+			writeStaged(t, f, "bytes")
 			_, err = f.Commit(tc.store)
 			wantIOError(t, err, workdir)
 			f.Discard() // what the application does after a failed Commit: must be harmless
-			after := entries(t, peerIn)
+			after := inboxEntries(t, peerIn)
 			for _, name := range after {
 				if strings.HasSuffix(name, ".part") {
 					t.Errorf("temp file %s remains", name)
@@ -253,15 +253,15 @@ func TestAFailedCommitLeavesNoTempFile(t *testing.T) {
 }
 
 func TestDiscardLeavesNothing(t *testing.T) {
-	in, workdir := open(t)
+	in, workdir := openInbox(t)
 	f, err := in.Stage(handleID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, f, "partial")
+	writeStaged(t, f, "partial")
 	f.Discard()
 	f.Discard()
-	if names := entries(t, filepath.Join(workdir, "peer-in")); len(names) != 0 {
+	if names := inboxEntries(t, filepath.Join(workdir, "peer-in")); len(names) != 0 {
 		t.Errorf("peer-in holds %q after Discard", names)
 	}
 	if _, err := f.Write([]byte("late")); err == nil {
@@ -270,7 +270,7 @@ func TestDiscardLeavesNothing(t *testing.T) {
 }
 
 func TestConcurrentStagesOfOneHandleDoNotCollide(t *testing.T) {
-	in, workdir := open(t)
+	in, workdir := openInbox(t)
 	const n = 32
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -307,7 +307,7 @@ func TestConcurrentStagesOfOneHandleDoNotCollide(t *testing.T) {
 		t.Error(err)
 	}
 	dir := filepath.Join(workdir, "peer-in")
-	names := entries(t, dir)
+	names := inboxEntries(t, dir)
 	if len(names) != n/4+1 {
 		t.Errorf("peer-in holds %d files %q, want %d", len(names), names, n/4+1)
 	}
@@ -328,7 +328,7 @@ func TestConcurrentStagesOfOneHandleDoNotCollide(t *testing.T) {
 }
 
 func TestOpenFailsForAMissingWorkdir(t *testing.T) {
-	if in, err := inbox.Open(filepath.Join(t.TempDir(), "missing")); err == nil {
+	if in, err := osfs.OpenInbox(filepath.Join(t.TempDir(), "missing")); err == nil {
 		in.Close()
 		t.Fatal("Open of a missing workdir succeeded")
 	}

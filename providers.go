@@ -171,7 +171,7 @@ func provideControlAPI(l Launch, tasks *application.Tasks, share *application.Sh
 		SessionID: l.SessionID, Containment: l.Containment.String(), Planes: l.Planes(),
 		Audience: l.Audience, URL: l.AdvertiseURL,
 	}
-	return control.NewAPI(status, tasks, share, fetch)
+	return control.NewAPI(status, tasks, share, fetch, l.Log)
 }
 
 // controlServer serves the control API on the control socket.

@@ -66,10 +66,9 @@ func (r *Reader) Read(ctx context.Context, f ports.File, maxBytes int64) (*Body,
 	want := min(size, maxBytes) + 1
 	held := int64(capacityFor(int(want)))
 	if err := r.budget.Reserve(ctx, held); err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		return nil, refusal.New(refusal.IOError)
+		// A request abandoned while waiting, or a budget that cannot grant the read: either
+		// way an internal failure, whose cause the edge logs.
+		return nil, refusal.Internal(err)
 	}
 	buf := r.pool.get(int(want))
 	n, err := io.ReadFull(f, buf.bytes)
@@ -112,16 +111,17 @@ func (r *Reader) Read(ctx context.Context, f ports.File, maxBytes int64) (*Body,
 	return &Body{Bytes: data, SHA256: hex.EncodeToString(sum[:]), ModTime: f.ModTime(), release: release}, nil
 }
 
-// readFailure turns a read error into a refusal whose message holds the operating system's
-// description of the failure but never the file's path. A context error (a request abandoned
-// while waiting for budget) passes through unchanged.
+// readFailure turns a read error into an io_error whose message holds the operating system's
+// description of the failure but never the file's path; the whole error is kept as its cause,
+// for the log. A refusal passes through unchanged.
 func readFailure(err error) error {
-	if _, ok := refusal.As(err); ok || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
+	if r, ok := refusal.As(err); ok {
+		return r
 	}
+	detail := err
 	var pathErr *fs.PathError
 	if errors.As(err, &pathErr) {
-		err = pathErr.Err
+		detail = pathErr.Err
 	}
-	return refusal.IO(err.Error())
+	return refusal.IO(detail.Error()).Wrapping(err)
 }

@@ -124,7 +124,7 @@ func (u *ShareFile) share(ctx context.Context, in ShareInput, ttl time.Duration,
 	event.Path = canonical
 	nonce, err := u.nonces.Nonce()
 	if err != nil {
-		return ShareResult{}, refusal.IO("no random nonce is available")
+		return ShareResult{}, refusal.IO("no random nonce is available").Wrapping(err)
 	}
 	exp := u.clock.Now().Add(ttl).UnixMilli()
 	payload := handle.NewPayload(u.issuer.SessionID, canonical, exp, nonce)
@@ -154,9 +154,7 @@ func (u *ShareFile) canonicalPath(given string) (string, error) {
 
 // shareRefusal keeps a path refusal's code and tells the agent what may be shared instead.
 func shareRefusal(err error) error {
-	r, ok := refusal.As(err)
-	if !ok {
-		r = refusal.New(refusal.IOError)
-	}
-	return refusal.WithMessage(r.Code, r.Message+" Only regular files under the declared exports.peer_files.root may be shared.")
+	r := refusal.From(err)
+	return refusal.WithMessage(r.Code, r.Message+" Only regular files under the declared exports.peer_files.root may be shared.").
+		Wrapping(r.Cause())
 }

@@ -14,6 +14,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
 
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/refusal"
@@ -35,11 +36,14 @@ type API struct {
 	tasks  *application.Tasks
 	share  *application.ShareFile     // nil when exports.peer_files is not declared
 	fetch  *application.FetchPeerFile // nil when capabilities.peer_fetch is not declared
+	log    zerolog.Logger
 }
 
-// NewAPI returns the control API. share and fetch are nil for undeclared tools.
-func NewAPI(status Status, tasks *application.Tasks, share *application.ShareFile, fetch *application.FetchPeerFile) *API {
-	return &API{status: status, tasks: tasks, share: share, fetch: fetch}
+// NewAPI returns the control API. share and fetch are nil for undeclared tools. log receives
+// one error line, with its cause, for every call answered io_error; it must already redact
+// handles.
+func NewAPI(status Status, tasks *application.Tasks, share *application.ShareFile, fetch *application.FetchPeerFile, log zerolog.Logger) *API {
+	return &API{status: status, tasks: tasks, share: share, fetch: fetch, log: log}
 }
 
 // maxBodyBytes bounds a control request body; tool inputs are a few short strings.
@@ -120,12 +124,12 @@ type statusBody struct {
 func (a *API) terminal(c echo.Context) error {
 	object, err := readObject(c)
 	if err != nil {
-		return refuse(c, err)
+		return a.refuse(c, err)
 	}
 	state, _ := stringField(object, "state")
 	gen, err := a.tasks.Terminal(state)
 	if err != nil {
-		return refuse(c, err)
+		return a.refuse(c, err)
 	}
 	return c.JSON(http.StatusOK, map[string]uint64{"generation": gen})
 }
@@ -143,15 +147,21 @@ func readObject(c echo.Context) (map[string]json.RawMessage, error) {
 	return object, nil
 }
 
-// refuse answers a refusal with 422 (the tool and lifecycle refusals) in the refusal shape.
-func refuse(c echo.Context, err error) error {
-	r, ok := refusal.As(err)
-	if !ok {
-		if errors.Is(err, context.Canceled) {
-			r = refusal.WithMessage(refusal.IOError, "The call was cancelled.")
-		} else {
-			r = refusal.New(refusal.IOError)
+// refuse answers a refusal with 422 (the tool and lifecycle refusals) in the refusal shape. An
+// error that is not a refusal is an io_error (refusal.From); every io_error is logged once,
+// here, at error level with its cause, which never reaches the answer.
+func (a *API) refuse(c echo.Context, err error) error {
+	r := refusal.From(err)
+	if r.Code == refusal.IOError && errors.Is(err, context.Canceled) {
+		r = refusal.WithMessage(refusal.IOError, "The call was cancelled.").Wrapping(err)
+	}
+	if r.Code == refusal.IOError {
+		line := a.log.Error().Str("method", c.Request().Method).Str("route", c.Request().URL.Path).
+			Str("outcome", string(r.Code)).Str("reason", r.Message)
+		if cause := r.Cause(); cause != nil {
+			line = line.AnErr("cause", cause)
 		}
+		line.Msg("control call failed")
 	}
 	status := http.StatusUnprocessableEntity
 	if r.Code == refusal.UnknownTool {

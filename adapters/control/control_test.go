@@ -5,10 +5,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 func TestEveryRouteAnswersOnlyItsMethod(t *testing.T) {
-	e := NewAPI(Status{}, nil, nil, nil).NewEcho()
+	e := NewAPI(Status{}, nil, nil, nil, zerolog.Nop()).NewEcho()
 	for _, tc := range []struct{ method, path string }{
 		{http.MethodOptions, "/v1/status"},
 		{http.MethodPost, "/v1/status"},

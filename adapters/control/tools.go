@@ -76,7 +76,7 @@ func (a *API) callTool(c echo.Context) error {
 	case name == FetchPeerFileTool && a.fetch != nil:
 		return a.callFetch(c)
 	default:
-		return refuse(c, refusal.WithMessage(refusal.UnknownTool, "No tool of that name is offered to this capsule; see GET /v1/tools."))
+		return a.refuse(c, refusal.WithMessage(refusal.UnknownTool, "No tool of that name is offered to this capsule; see GET /v1/tools."))
 	}
 }
 
@@ -93,17 +93,17 @@ func stringField(object map[string]json.RawMessage, key string) (value string, o
 func (a *API) callShare(c echo.Context) error {
 	object, err := readObject(c)
 	if err != nil {
-		return refuse(c, err)
+		return a.refuse(c, err)
 	}
 	path, okPath := stringField(object, "path")
 	peer, okPeer := stringField(object, "peer")
 	if !okPath || !okPeer {
-		return refuse(c, refusal.WithMessage(refusal.InvalidInput, `"path" and "peer" are required non-empty strings.`))
+		return a.refuse(c, refusal.WithMessage(refusal.InvalidInput, `"path" and "peer" are required non-empty strings.`))
 	}
 	ttl, hasTTL := stringField(object, "ttl") // a ttl that is not a string is ignored
 	result, err := a.share.Share(c.Request().Context(), application.ShareInput{Path: path, Peer: peer, TTL: ttl, HasTTL: hasTTL})
 	if err != nil {
-		return refuse(c, err)
+		return a.refuse(c, err)
 	}
 	return c.JSON(http.StatusOK, toolAnswer{Data: shareData{
 		Handle: result.Handle, HandleID: result.HandleID, ExpiresAtMs: result.ExpiresAtMs, Audience: result.Audience,
@@ -120,16 +120,16 @@ type shareData struct {
 func (a *API) callFetch(c echo.Context) error {
 	object, err := readObject(c)
 	if err != nil {
-		return refuse(c, err)
+		return a.refuse(c, err)
 	}
 	peer, okPeer := stringField(object, "peer")
 	token, okHandle := stringField(object, "handle")
 	if !okPeer || !okHandle {
-		return refuse(c, refusal.WithMessage(refusal.InvalidInput, `"peer" and "handle" are required non-empty strings.`))
+		return a.refuse(c, refusal.WithMessage(refusal.InvalidInput, `"peer" and "handle" are required non-empty strings.`))
 	}
 	result, err := a.fetch.Fetch(c.Request().Context(), application.FetchInput{Peer: peer, Handle: token})
 	if err != nil {
-		return refuse(c, err)
+		return a.refuse(c, err)
 	}
 	data := fetchData{Path: result.Path, Bytes: result.Bytes, SHA256: result.SHA256, Peer: result.Peer}
 	if result.HasGeneration {

@@ -21,7 +21,7 @@ func (h *Resources) redeem(c echo.Context, rest string) error {
 		headers = map[string]string{headerGeneration: formatUint(answer.Generation), headerHandleID: answer.HandleID}
 	}
 	if err != nil {
-		return writeRefusal(c, asRefusal(err), headers)
+		return writeRefusal(c, err, headers)
 	}
 	served := answer.Served
 	defer served.Body.Release()

@@ -73,7 +73,7 @@ func (h *Resources) list(c echo.Context) error {
 	gen, listing, err := h.files.List(c.Request().Method)
 	headers := map[string]string{headerGeneration: formatUint(gen)}
 	if err != nil {
-		return writeRefusal(c, asRefusal(err), headers)
+		return writeRefusal(c, err, headers)
 	}
 	headers[headerContainment] = listing.Containment.String()
 	headers[headerExportRoot] = listing.Root
@@ -84,7 +84,7 @@ func (h *Resources) read(c echo.Context, rawPath string) error {
 	gen, served, err := h.files.Read(c.Request().Context(), c.Request().Method, rawPath)
 	headers := map[string]string{headerGeneration: formatUint(gen)}
 	if err != nil {
-		return writeRefusal(c, asRefusal(err), headers)
+		return writeRefusal(c, err, headers)
 	}
 	defer served.Body.Release()
 	headers[headerContainment] = served.Containment.String()

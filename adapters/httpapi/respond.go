@@ -64,17 +64,18 @@ func writeResource(c echo.Context, status int, contentType string, headers map[s
 	return err
 }
 
-// writeRefusal sends r as the JSON refusal with its status from the one table.
-func writeRefusal(c echo.Context, r *refusal.Refusal, headers map[string]string) error {
+// writeRefusal sends err as the JSON refusal (refusal.From) with its status from the one
+// table. Only the refusal's code and message reach the client; an io_error is also handed to
+// the access log (failureKey), which logs it, with its cause, at error level.
+func writeRefusal(c echo.Context, err error, headers map[string]string) error {
+	r := refusal.From(err)
+	if r.Code == refusal.IOError {
+		c.Set(failureKey, r)
+	}
 	body := encodeJSON(errorBody{Error: string(r.Code), Message: r.Message})
 	return writeResource(c, statusFor(r.Code), contentTypeJSON, headers, body)
 }
 
-// asRefusal returns err as a refusal; anything else becomes a generic io_error so no internal
-// error text ever reaches a client.
-func asRefusal(err error) *refusal.Refusal {
-	if r, ok := refusal.As(err); ok {
-		return r
-	}
-	return refusal.New(refusal.IOError)
-}
+// failureKey is where a handler leaves the internal failure behind an io_error answer for the
+// access log.
+const failureKey = "resplane.failure"

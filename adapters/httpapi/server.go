@@ -12,6 +12,7 @@ import (
 
 	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
 	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/refusal"
 )
 
 // NewEcho assembles the resource listener's echo instance: panic recovery, one access-log line
@@ -33,15 +34,25 @@ func NewEcho(resources *Resources, log zerolog.Logger) *echo.Echo {
 	return e
 }
 
-// accessLog writes one info line per request with the raw target as received (so an operator
-// can see what a client really sent), the status and the duration.
+// accessLog writes one line per request with the raw target as received (so an operator can
+// see what a client really sent, peer tokens redacted), the status and the duration. The line
+// is at info level, except for a request answered io_error: that line is at error level and
+// carries the internal failure's cause — the one place an internal error is logged, and never
+// in the response.
 func accessLog(log zerolog.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
 			err := next(c)
 			r := c.Request()
-			log.Info().
+			line := log.Info()
+			if failure, ok := c.Get(failureKey).(*refusal.Refusal); ok {
+				line = log.Error().Str("outcome", string(failure.Code)).Str("reason", failure.Message)
+				if cause := failure.Cause(); cause != nil {
+					line = line.AnErr("cause", cause)
+				}
+			}
+			line.
 				Str("method", r.Method).
 				Str("target", loggedTarget(rawtarget.OriginalTarget(r))).
 				Int("status", c.Response().Status).

@@ -1,31 +1,84 @@
 package httpapi
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/resplane/resplane/domain/refusal"
 )
 
-func TestEveryPlaneRefusalHasTheContractStatus(t *testing.T) {
-	cases := map[refusal.Code]int{
-		refusal.NoResourcePlane:  http.StatusNotFound,
-		refusal.NoPeerPlane:      http.StatusNotFound,
-		refusal.NotFound:         http.StatusNotFound,
-		refusal.OutsideRoot:      http.StatusForbidden,
-		refusal.SymlinkRefused:   http.StatusForbidden,
-		refusal.NotARegularFile:  http.StatusForbidden,
-		refusal.TooLarge:         http.StatusRequestEntityTooLarge,
-		refusal.MethodNotAllowed: http.StatusMethodNotAllowed,
-		refusal.IOError:          http.StatusInternalServerError,
-		refusal.MalformedHandle:  http.StatusBadRequest,
-		refusal.MissingAudience:  http.StatusBadRequest,
-		refusal.HandleNotValid:   http.StatusForbidden,
-		refusal.HandleExpired:    http.StatusGone,
+// notOnTheListener are the refusal codes that only the agent tools and the control API answer
+// with: they never reach the resource listener, so statusOf has no row for them.
+var notOnTheListener = map[refusal.Code]bool{
+	refusal.InvalidInput:    true,
+	refusal.PeerUnreachable: true,
+	refusal.PeerNotAllowed:  true,
+	refusal.EtagMismatch:    true,
+	refusal.UnknownTool:     true,
+}
+
+// declaredCodes reads every constant of type Code that domain/refusal declares, so that a
+// code added there without a status here fails this test.
+func declaredCodes(t *testing.T) map[refusal.Code]bool {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), "../../domain/refusal/refusal.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for code, want := range cases {
-		if got := statusFor(code); got != want {
-			t.Errorf("%s answers %d; want %d", code, got, want)
+	codes := map[refusal.Code]bool{}
+	for _, decl := range file.Decls {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok || gen.Tok != token.CONST {
+			continue
+		}
+		for _, s := range gen.Specs {
+			spec := s.(*ast.ValueSpec)
+			if typ, ok := spec.Type.(*ast.Ident); !ok || typ.Name != "Code" {
+				continue
+			}
+			for _, v := range spec.Values {
+				value, err := strconv.Unquote(v.(*ast.BasicLit).Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				codes[refusal.Code(value)] = true
+			}
+		}
+	}
+	if len(codes) == 0 {
+		t.Fatal("no refusal codes found in domain/refusal")
+	}
+	return codes
+}
+
+func TestEveryRefusalCodeHasExactlyOneListenerStatus(t *testing.T) {
+	declared := declaredCodes(t)
+	for code := range declared {
+		status, mapped := statusOf[code]
+		switch {
+		case notOnTheListener[code] && mapped:
+			t.Errorf("%s is a tool-only code but statusOf maps it to %d", code, status)
+		case !notOnTheListener[code] && !mapped:
+			t.Errorf("%s can reach the resource listener but statusOf has no status for it", code)
+		case mapped && (status < 400 || status > 599):
+			t.Errorf("%s maps to %d, which is not an error status", code, status)
+		}
+	}
+	for code := range statusOf {
+		if !declared[code] {
+			t.Errorf("statusOf maps %s, which domain/refusal does not declare", code)
+		}
+	}
+}
+
+func TestOnlyIOErrorAndUnmappedCodesAnswer500(t *testing.T) {
+	for code, status := range statusOf {
+		if (status == http.StatusInternalServerError) != (code == refusal.IOError) {
+			t.Errorf("%s answers %d; only io_error answers 500", code, status)
 		}
 	}
 	if got := statusFor("no_such_code"); got != http.StatusInternalServerError {

@@ -193,7 +193,7 @@ func (f *file) Path() string               { return f.path }
 func refuse(err error) error {
 	errno, ok := err.(unix.Errno)
 	if !ok {
-		return refusal.New(refusal.IOError)
+		return refusal.Internal(err)
 	}
 	switch errno {
 	case unix.ENOENT, unix.ENOTDIR:

@@ -162,5 +162,9 @@ func storeFailed(what string, cause error) *refusal.Refusal {
 	if errors.As(cause, &errno) {
 		what += ": " + errno.Error()
 	}
-	return refusal.WithMessage(refusal.IOError, "The fetched file could not be stored: "+what+".")
+	r := refusal.WithMessage(refusal.IOError, "The fetched file could not be stored: "+what+".")
+	if cause != nil {
+		r = r.Wrapping(cause)
+	}
+	return r
 }

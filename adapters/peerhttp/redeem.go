@@ -139,13 +139,13 @@ func (r *Redeemer) stream(ctx context.Context, body io.Reader, sink io.Writer, l
 	}
 }
 
-// sinkFailure keeps a sink's own refusal and turns any other error into a generic io_error,
-// so no text of it (which may hold a host path) reaches a message.
+// sinkFailure keeps a sink's own refusal and turns any other error into an io_error that
+// keeps it as its cause, so no text of it (which may hold a host path) reaches a message.
 func sinkFailure(err error) error {
 	if _, ok := refusal.As(err); ok {
 		return err
 	}
-	return refusal.WithMessage(refusal.IOError, "The fetched bytes could not be written.")
+	return refusal.WithMessage(refusal.IOError, "The fetched bytes could not be written.").Wrapping(err)
 }
 
 // progressReader pushes the watchdog back by idle after every read that returned bytes.

@@ -4,6 +4,10 @@
 // a transport status in exactly one table; they never render err.Error() of anything else to a
 // client. Messages never contain a host path, a token or file content; the only number a
 // message ever carries is the max_bytes limit of a too_large refusal.
+//
+// An unexpected failure — anything that is not a decision to refuse — travels as an io_error
+// refusal that keeps its cause (Internal, From): the client sees the generic sentence, and the
+// inbound adapter that answers logs the cause once, at error level (Refusal.Cause).
 package refusal
 
 import (
@@ -41,10 +45,47 @@ const (
 type Refusal struct {
 	Code    Code
 	Message string
+	// cause is the internal failure behind an io_error, for the operator's log only.
+	cause error
 }
 
-// Error returns "code: message"; it exists for logs and tests, never for clients.
+// Error returns "code: message"; it exists for logs and tests, never for clients. It never
+// includes the cause, which may hold a host path.
 func (r *Refusal) Error() string { return string(r.Code) + ": " + r.Message }
+
+// Unwrap returns the cause, so errors.Is and errors.As see through an internal refusal.
+func (r *Refusal) Unwrap() error { return r.cause }
+
+// Cause returns what the operator needs to understand an io_error: the internal error it
+// wraps, or nil when the message itself describes the failure (IO). It is for logs only.
+func (r *Refusal) Cause() error { return r.cause }
+
+// Internal returns the io_error refusal for an unexpected failure: the client sees only the
+// generic io_error sentence, and cause is kept for the log (Cause).
+func Internal(cause error) *Refusal {
+	return &Refusal{Code: IOError, Message: fixedMessages[IOError], cause: cause}
+}
+
+// Wrapping returns a copy of r that keeps cause for the log, for a refusal whose message
+// already says what failed (such as an io_error naming the step that failed).
+func (r *Refusal) Wrapping(cause error) *Refusal {
+	wrapped := *r
+	wrapped.cause = cause
+	return &wrapped
+}
+
+// From returns err as a refusal: a refusal, or the refusal err wraps, as it is; anything else
+// becomes Internal(err). It is the one place where "an error that is not a refusal is an
+// io_error" is decided; nil gives nil.
+func From(err error) *Refusal {
+	if err == nil {
+		return nil
+	}
+	if r, ok := As(err); ok {
+		return r
+	}
+	return Internal(err)
+}
 
 // fixedMessages is the one sentence each code answers with. Codes whose message depends on
 // the situation (too_large, io_error, the tool refusals) are built by their own constructors.

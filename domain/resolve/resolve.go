@@ -65,7 +65,7 @@ type Entry struct {
 //
 // Errors are *refusal.Refusal values: not_found for a name that does not exist (or a
 // directory that vanished), io_error carrying the operating system's text for anything else.
-// Any other error is treated as io_error without detail.
+// Any other error is treated as io_error, keeping it as the refusal's cause (refusal.From).
 type Dir interface {
 	// Lookup reports what name is. It must not follow a symlink, must not open a regular
 	// file, FIFO, socket or device for reading, and returns an opened Dir for a directory.
@@ -189,7 +189,7 @@ func resolve(base Dir, names []string, r rule) (*Result, error) {
 		node, err := stack[len(stack)-1].dir.Lookup(name)
 		if err != nil {
 			release()
-			return nil, asRefusal(err)
+			return nil, refusal.From(err)
 		}
 		switch node.Kind {
 		case Directory:
@@ -344,13 +344,6 @@ func components(abs string) []string {
 		}
 	}
 	return c
-}
-
-func asRefusal(err error) error {
-	if r, ok := refusal.As(err); ok {
-		return r
-	}
-	return refusal.New(refusal.IOError)
 }
 
 // root resolves the declared export root beneath the workdir (contract §9): symlinks on it are

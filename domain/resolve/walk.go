@@ -36,7 +36,7 @@ func Walk[F io.Closer](workdir Dir, workdirPath, declared string, follow bool, o
 	defer rt.close()
 	entries, err := rt.Node.Dir.Entries()
 	if err != nil {
-		return asRefusal(err)
+		return refusal.From(err)
 	}
 	w := walker[F]{root: rt.Node.Dir, rootPath: rootPath, follow: follow, open: open, visit: visit}
 	return w.dir(rt.Node.Dir, entries, "", nil)

@@ -25,16 +25,13 @@ type Event interface {
 const OutcomeOK = "ok"
 
 // Outcome returns the outcome and reason fields for a result: "ok" and null on success,
-// otherwise the refusal's code and message. An error that is not a refusal is recorded as
-// io_error with its generic message, so no unvetted text reaches the trace.
+// otherwise the refusal's code and message (refusal.From: an error that is not a refusal is
+// io_error with its generic message), so no unvetted text — no cause — reaches the trace.
 func Outcome(err error) (outcome string, reason any) {
 	if err == nil {
 		return OutcomeOK, nil
 	}
-	r, ok := refusal.As(err)
-	if !ok {
-		r = refusal.New(refusal.IOError)
-	}
+	r := refusal.From(err)
 	return string(r.Code), r.Message
 }
 

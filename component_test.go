@@ -80,11 +80,14 @@ func newComponent(t *testing.T) *component {
 		t.Fatal(err)
 	}
 	l := resplane.Launch{
-		Manifest: m, SessionID: "ses_component", Workdir: "/srv/capsule", Containment: containment.Sealed,
-		AdvertiseURL: "http://localhost:8", Audience: "reporter@localhost:8", Log: zerolog.Nop(),
+		Manifest: m, Identity: resplane.Identity{SessionID: "ses_component"}, Containment: containment.Sealed,
+		Network: resplane.Network{AdvertiseURL: "http://localhost:8", Audience: "reporter@localhost:8"},
+		Log:     zerolog.Nop(),
 	}
-	h, err := resplane.InitializeHandlers(l, c.fs, b, c.clock, c.trace, keys.NewFixed([32]byte{42}), keys.FixedNonce{7},
-		peerCard{}, nil, nil)
+	h, err := resplane.InitializeHandlers(l, resplane.HandlerPorts{
+		FS: c.fs, Budget: b, Clock: c.clock, Trace: c.trace,
+		Key: keys.NewFixed([32]byte{42}), Nonces: keys.FixedNonce{7}, Cards: peerCard{},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,57 +5,94 @@ import (
 	"net"
 	"time"
 
-	"github.com/resplane/resplane/adapters/control"
-	"github.com/resplane/resplane/adapters/httpapi"
-
 	"github.com/rs/zerolog"
 
+	"github.com/resplane/resplane/adapters/osfs"
+	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
+	"github.com/resplane/resplane/domain/diag"
 	"github.com/resplane/resplane/domain/manifest"
 )
 
 // Launch is everything decided before the service is assembled: the validated manifest, the
 // resolved settings and the TCP listener, which is bound before anything is created on disk
-// so that a port in use leaves nothing behind.
+// so that a port in use leaves nothing behind. wire hands each field out on its own
+// (wire.FieldsOf in wire.go), so a provider names the parts it uses; every field's type is
+// therefore distinct.
 type Launch struct {
-	Manifest    manifest.Manifest
-	SessionID   string
-	TraceParent string // "" unless joining a session the runtime started
-	Workdir     string // absolute, not resolved through symlinks; created if missing
-	TracePath   string
-	ControlPath string
+	// Manifest is the validated manifest: the declared planes and capabilities.
+	Manifest manifest.Manifest
+	Identity Identity
+	// Containment is the class the launching runtime achieved.
 	Containment containment.Class
-	Listener    net.Listener
-	// AdvertiseURL is the url on our agent card and the source of our own audience.
-	AdvertiseURL string
-	Audience     string
-
-	FetchMaxBytes int64
-	// PeerRoots verifies https peers: the system roots plus --peer-ca's, nil for the system
-	// roots alone. cmd loads it before anything else, so a bad file is a usage error.
-	PeerRoots         *x509.CertPool
-	ReadBufferBudget  int64
-	ReadHeaderTimeout time.Duration
-	ShutdownGrace     time.Duration
-
+	Paths       Paths
+	// Listener is the resource listener's bound TCP socket, without the connection cap.
+	Listener net.Listener
+	Network  Network
+	Limits   Limits
+	// Log is the service's logger; serve builds it with NewLogger, which redacts handles.
 	Log zerolog.Logger
 }
 
-// Planes lists the declared planes in the order the contract reports them.
-func (l Launch) Planes() []string {
+// Identity names the session this launch serves.
+type Identity struct {
+	// SessionID names the session on the trace, the agent card and the control status, and
+	// is the iss of the handles this process mints.
+	SessionID string
+	// TraceParent is the runtime's session_start event id; "" unless joining a session the
+	// runtime started.
+	TraceParent string
+}
+
+// Paths are the absolute paths the service creates or opens; none is resolved through
+// symlinks.
+type Paths struct {
+	Workdir     string // created if missing
+	TracePath   string
+	ControlPath string
+}
+
+// Network is how peers know this service and how it verifies them.
+type Network struct {
+	// AdvertiseURL is the url on our agent card and the source of our own audience.
+	AdvertiseURL string
+	// Audience is our own audience, <manifest name>@<host:port> of AdvertiseURL.
+	Audience string
+	// PeerRoots verifies https peers: the system roots plus --peer-ca's, nil for the system
+	// roots alone. cmd loads it before anything else, so a bad file is a usage error.
+	PeerRoots *x509.CertPool
+}
+
+// Limits are the launch's bounds on memory, transfers and time.
+type Limits struct {
+	// ReadBufferBudget is the bytes concurrent reads may hold in memory together.
+	ReadBufferBudget int64
+	// FetchMaxBytes is the most fetch-peer-file receives.
+	FetchMaxBytes int64
+	// ReadHeaderTimeout closes a connection on either listener whose request header is not
+	// complete by then.
+	ReadHeaderTimeout time.Duration
+	// ShutdownGrace is how long in-flight requests may take to finish once Run's context ends.
+	ShutdownGrace time.Duration
+}
+
+// declaredPlanes lists m's declared planes in the order the contract reports them.
+func declaredPlanes(m manifest.Manifest) []string {
 	planes := []string{}
-	if l.Manifest.Files != nil {
+	if m.Files != nil {
 		planes = append(planes, "files")
 	}
-	if l.Manifest.PeerFiles != nil {
+	if m.PeerFiles != nil {
 		planes = append(planes, "peer_files")
 	}
 	return planes
 }
 
-// Handlers are the two inbound edges of a service: the resource listener's routes and the
-// control API.
-type Handlers struct {
-	Resources *httpapi.Resources
-	Control   *control.API
+// RunLaunchChecks runs the launch checks that follow decoding the manifest (E-CAP-008, then
+// E-CAP-007) against the real filesystem and returns the effective grants. It creates nothing,
+// so check and serve share it.
+func RunLaunchChecks(m manifest.Manifest, afterTaskOverride manifest.AfterTask, workdir string) (application.Grants, *diag.Diagnostic) {
+	return application.NewLaunchChecks(osfs.Locator{}).Run(application.LaunchInput{
+		Manifest: m, AfterTaskOverride: afterTaskOverride, Workdir: workdir,
+	})
 }

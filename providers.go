@@ -3,10 +3,12 @@ package resplane
 import (
 	"crypto/x509"
 	"fmt"
-	stdlog "log"
+	"log"
 	"net"
 	"net/http"
 	"os"
+
+	"github.com/rs/zerolog"
 
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
@@ -18,23 +20,26 @@ import (
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
 	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/manifest"
 	"github.com/resplane/resplane/ports"
 )
 
-// The providers below turn a Launch into adapters and use cases. Each one that acquires a
-// resource returns its cleanup, which wire chains in reverse order of acquisition.
+// The providers below turn the parts of a Launch into adapters and use cases; each takes only
+// the parts it uses. Each one that acquires a resource returns its cleanup, which wire chains
+// in reverse order of acquisition.
 
-func provideSession(l Launch) application.Session {
-	return application.Session{Generation: &generation.Counter{}, Containment: l.Containment}
+func provideSession(c containment.Class) application.Session {
+	return application.Session{Generation: &generation.Counter{}, Containment: c}
 }
 
-func provideWorkdirFS(l Launch) (*osfs.FS, func(), error) {
-	if err := os.MkdirAll(l.Workdir, 0o755); err != nil {
+func provideWorkdirFS(p Paths) (*osfs.FS, func(), error) {
+	if err := os.MkdirAll(p.Workdir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("creating the workdir: %w", err)
 	}
-	fs, err := osfs.New(l.Workdir)
+	fs, err := osfs.New(p.Workdir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,49 +47,47 @@ func provideWorkdirFS(l Launch) (*osfs.FS, func(), error) {
 }
 
 // provideInbox opens peer-in's workdir; the unused *osfs.FS orders it after the workdir exists.
-func provideInbox(l Launch, _ *osfs.FS) (*osfs.Inbox, func(), error) {
-	in, err := osfs.OpenInbox(l.Workdir)
+func provideInbox(p Paths, _ *osfs.FS) (*osfs.Inbox, func(), error) {
+	in, err := osfs.OpenInbox(p.Workdir)
 	if err != nil {
 		return nil, nil, err
 	}
 	return in, func() { _ = in.Close() }, nil
 }
 
-func provideBudget(l Launch) (*budget.Budget, error) { return budget.New(l.ReadBufferBudget) }
+func provideBudget(lim Limits) (*budget.Budget, error) { return budget.New(lim.ReadBufferBudget) }
 
-// provideInstanceKey generates the minting key, only when exports.peer_files is declared;
-// cleanup overwrites it with zeros.
-func provideInstanceKey(l Launch) (ports.InstanceKey, func(), error) {
-	if l.Manifest.PeerFiles == nil {
-		return nil, func() {}, nil
-	}
-	key, err := keys.NewRandom()
-	if err != nil {
-		return nil, nil, err
+// provideInstanceKey generates the minting key when exports.peer_files is declared; the
+// cleanup overwrites it with zeros. Otherwise no key is generated: the key is the zero
+// keys.Random, all zero bytes, under which no handle verifies.
+func provideInstanceKey(m manifest.Manifest) (*keys.Random, func(), error) {
+	key := &keys.Random{}
+	if m.PeerFiles != nil {
+		var err error
+		if key, err = keys.NewRandom(); err != nil {
+			return nil, nil, err
+		}
 	}
 	return key, key.Zero, nil
 }
 
-func provideIssuer(l Launch, key ports.InstanceKey) application.PeerIssuer {
-	return application.PeerIssuer{SessionID: l.SessionID, Key: key}
+func provideIssuer(id Identity, key ports.InstanceKey) application.PeerIssuer {
+	return application.PeerIssuer{SessionID: id.SessionID, Key: key}
 }
 
 // provideTrace opens the trace; the unused *osfs.FS orders it after the workdir exists, since
 // the default trace path lies inside it.
-func provideTrace(l Launch, clk *clock.System, _ *osfs.FS) (*jsonl.File, func(), error) {
-	log := l.Log
+func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System, _ *osfs.FS) (*jsonl.File, func(), error) {
 	sink, err := jsonl.Open(jsonl.Config{
-		Path: l.TracePath, SessionID: l.SessionID, Parent: l.TraceParent, Clock: clk,
+		Path: p.TracePath, SessionID: id.SessionID, Parent: id.TraceParent, Clock: clk,
 		Redact:  handle.Redact,
-		OnError: func(err error) { log.Error().Err(err).Msg("a trace line could not be written") },
+		OnError: func(err error) { logger.Error().Err(err).Msg("a trace line could not be written") },
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return sink, func() { _ = sink.Close() }, nil
 }
-
-func providePeerRoots(l Launch) *x509.CertPool { return l.PeerRoots }
 
 func provideCardFetcher(roots *x509.CertPool) *peerhttp.CardFetcher {
 	return peerhttp.NewCardFetcher(peerhttp.CardOptions{Roots: roots})
@@ -94,82 +97,87 @@ func provideRedeemer(roots *x509.CertPool) *peerhttp.Redeemer {
 	return peerhttp.NewRedeemer(peerhttp.RedeemOptions{Roots: roots})
 }
 
-func filesPlane(l Launch) *application.ExportPlane {
-	if f := l.Manifest.Files; f != nil {
+func filesPlane(m manifest.Manifest) *application.ExportPlane {
+	if f := m.Files; f != nil {
 		return &application.ExportPlane{Root: f.Root.String(), MaxBytes: f.MaxBytes.Int64()}
 	}
 	return nil
 }
 
-func peerPlane(l Launch) *application.ExportPlane {
-	if p := l.Manifest.PeerFiles; p != nil {
+func peerPlane(m manifest.Manifest) *application.ExportPlane {
+	if p := m.PeerFiles; p != nil {
 		return &application.ExportPlane{Root: p.Root.String(), MaxBytes: p.MaxBytes.Int64()}
 	}
 	return nil
 }
 
-func provideFiles(l Launch, session application.Session, fs ports.ExportFS, reader *application.Reader, sink ports.TraceSink) *application.Files {
-	return application.NewFiles(filesPlane(l), session, fs, reader, sink)
+func provideFiles(m manifest.Manifest, session application.Session, fs ports.ExportFS, reader *application.Reader, sink ports.TraceSink) *application.Files {
+	return application.NewFiles(filesPlane(m), session, fs, reader, sink)
 }
 
-func provideRedeem(l Launch, issuer application.PeerIssuer, session application.Session, fs ports.ExportFS,
+func provideRedeem(m manifest.Manifest, issuer application.PeerIssuer, session application.Session, fs ports.ExportFS,
 	reader *application.Reader, clk ports.Clock, sink ports.TraceSink) *application.Redeem {
-	return application.NewRedeem(peerPlane(l), issuer, session, fs, reader, clk, sink)
+	return application.NewRedeem(peerPlane(m), issuer, session, fs, reader, clk, sink)
 }
 
 // provideShareFile returns nil when exports.peer_files is not declared: the tool does not exist.
-func provideShareFile(l Launch, issuer application.PeerIssuer, session application.Session, fs ports.ExportFS,
+func provideShareFile(m manifest.Manifest, issuer application.PeerIssuer, session application.Session, fs ports.ExportFS,
 	cards ports.CardFetcher, nonces ports.NonceSource, clk ports.Clock, sink ports.TraceSink) *application.ShareFile {
-	plane := peerPlane(l)
+	plane := peerPlane(m)
 	if plane == nil {
 		return nil
 	}
-	share := application.SharePlane{ExportPlane: *plane, MaxTTL: l.Manifest.PeerFiles.MaxTTL}
-	return application.NewShareFile(share, l.Manifest.NetworkAllow, issuer, session, fs, cards, nonces, clk, sink)
+	share := application.SharePlane{ExportPlane: *plane, MaxTTL: m.PeerFiles.MaxTTL}
+	return application.NewShareFile(share, m.NetworkAllow, issuer, session, fs, cards, nonces, clk, sink)
 }
 
 // provideFetchPeerFile returns nil when capabilities.peer_fetch is not declared.
-func provideFetchPeerFile(l Launch, redeemer ports.PeerRedeemer, in ports.PeerInbox, sink ports.TraceSink) *application.FetchPeerFile {
-	if l.Manifest.PeerFetch == nil {
+func provideFetchPeerFile(m manifest.Manifest, network Network, lim Limits, redeemer ports.PeerRedeemer, in ports.PeerInbox,
+	sink ports.TraceSink) *application.FetchPeerFile {
+	if m.PeerFetch == nil {
 		return nil
 	}
-	return application.NewFetchPeerFile(l.Manifest.PeerFetch.Allow, l.Audience, l.FetchMaxBytes, redeemer, in, sink)
+	return application.NewFetchPeerFile(m.PeerFetch.Allow, network.Audience, lim.FetchMaxBytes, redeemer, in, sink)
 }
 
 // provideTools lists the tools the control API offers, for the ready line and session_start.
 func provideTools(api *control.API) []string { return api.Tools() }
 
-func provideAgentCard(l Launch) httpapi.AgentCard {
+func provideAgentCard(m manifest.Manifest, id Identity, network Network) httpapi.AgentCard {
 	return httpapi.NewAgentCard(httpapi.Identity{
-		Name: l.Manifest.Name, Version: l.Manifest.Version, URL: l.AdvertiseURL,
-		SessionID: l.SessionID, Planes: l.Planes(),
+		Name: m.Name, Version: m.Version, URL: network.AdvertiseURL,
+		SessionID: id.SessionID, Planes: declaredPlanes(m),
 	})
 }
 
 // resourceListener is the bound TCP listener with the connection cap and the raw-target repair
-// in front of it; a distinct type so wire can tell it from the control socket.
+// in front of it; a distinct type so wire can tell it from the bound listener and the control
+// socket.
 type resourceListener struct{ net.Listener }
 
-func provideResourceListener(l Launch) resourceListener {
-	return resourceListener{limits.Listen(l.Listener, limits.DefaultMaxConns)}
+func provideResourceListener(bound net.Listener) resourceListener {
+	return resourceListener{limits.Listen(bound, limits.DefaultMaxConns)}
 }
 
+// resourceServer serves the resource listener; a distinct type so wire can tell it from the
+// control server.
+type resourceServer struct{ *http.Server }
+
 // provideResourceServer builds the hardened resource listener's server.
-func provideResourceServer(l Launch, resources *httpapi.Resources, requests *inflight) resourceServer {
+func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi.Resources, requests *inflight) resourceServer {
 	srv := &http.Server{
-		Handler: requests.track(httpapi.NewEcho(resources, l.Log)), BaseContext: requests.baseContext,
-		ErrorLog: stdlog.New(l.Log, "", 0),
+		Handler: requests.track(httpapi.NewEcho(resources, logger)), BaseContext: requests.baseContext,
+		ErrorLog: log.New(logger, "", 0),
 	}
-	limits.Harden(srv, limits.Options{ReadHeaderTimeout: l.ReadHeaderTimeout})
+	limits.Harden(srv, limits.Options{ReadHeaderTimeout: lim.ReadHeaderTimeout})
 	return resourceServer{srv}
 }
 
-type resourceServer struct{ *http.Server }
-
-func provideControlAPI(l Launch, tasks *application.Tasks, share *application.ShareFile, fetch *application.FetchPeerFile) *control.API {
+func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, network Network, tasks *application.Tasks,
+	share *application.ShareFile, fetch *application.FetchPeerFile) *control.API {
 	status := control.Status{
-		SessionID: l.SessionID, Containment: l.Containment.String(), Planes: l.Planes(),
-		Audience: l.Audience, URL: l.AdvertiseURL,
+		SessionID: id.SessionID, Containment: c.String(), Planes: declaredPlanes(m),
+		Audience: network.Audience, URL: network.AdvertiseURL,
 	}
 	return control.NewAPI(status, tasks, share, fetch, l.Log)
 }
@@ -177,10 +185,10 @@ func provideControlAPI(l Launch, tasks *application.Tasks, share *application.Sh
 // controlServer serves the control API on the control socket.
 type controlServer struct{ *http.Server }
 
-func provideControlServer(l Launch, api *control.API, requests *inflight) controlServer {
+func provideControlServer(lim Limits, logger zerolog.Logger, api *control.API, requests *inflight) controlServer {
 	return controlServer{&http.Server{
 		Handler: requests.track(api.NewEcho()), BaseContext: requests.baseContext,
-		ReadHeaderTimeout: l.ReadHeaderTimeout, ErrorLog: stdlog.New(l.Log, "", 0),
+		ReadHeaderTimeout: lim.ReadHeaderTimeout, ErrorLog: log.New(logger, "", 0),
 	}}
 }
 
@@ -189,14 +197,16 @@ type controlListener struct{ net.Listener }
 
 // provideControlListener binds the control socket after the trace is open, so that a launch
 // failing on either leaves the other's cleanup to run.
-func provideControlListener(l Launch, _ *jsonl.File) (controlListener, func(), error) {
-	ln, err := control.Listen(l.ControlPath)
+func provideControlListener(p Paths, _ *jsonl.File) (controlListener, func(), error) {
+	ln, err := control.Listen(p.ControlPath)
 	if err != nil {
 		return controlListener{}, nil, err
 	}
 	return controlListener{ln}, func() { _ = ln.Close() }, nil
 }
 
+// provideService takes the whole Launch: the service reports it, in the ready line and in
+// session_start.
 func provideService(l Launch, resource resourceServer, resourceLn resourceListener, ctl controlServer, ctlLn controlListener,
 	requests *inflight, sink *jsonl.File, session application.Session, tools []string) *Service {
 	return &Service{

@@ -53,18 +53,19 @@ type ReadyLine struct {
 // briefly waits for those that did not, and appends session_end. The returned error is nil after a graceful shutdown.
 func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	l := s.launch
+	planes := declaredPlanes(l.Manifest)
 	s.trace.Start(trace.SessionStart{
 		Capsule: l.Manifest.Name, Version: l.Manifest.Version, Containment: l.Containment.String(),
-		Planes: l.Planes(), Tools: s.tools, Workdir: l.Workdir,
+		Planes: planes, Tools: s.tools, Workdir: l.Paths.Workdir,
 	})
 	failed := make(chan error, 2)
 	go serve(s.resource, s.resourceLn, failed)
 	go serve(s.control, s.ctlLn, failed)
 
 	ready, err := json.Marshal(ReadyLine{
-		Event: "ready", SessionID: l.SessionID, Listen: l.Listener.Addr().String(), URL: l.AdvertiseURL,
-		Audience: l.Audience, Control: l.ControlPath, Trace: l.TracePath, Workdir: l.Workdir,
-		Containment: l.Containment.String(), Planes: l.Planes(), Tools: s.tools,
+		Event: "ready", SessionID: l.Identity.SessionID, Listen: l.Listener.Addr().String(), URL: l.Network.AdvertiseURL,
+		Audience: l.Network.Audience, Control: l.Paths.ControlPath, Trace: l.Paths.TracePath, Workdir: l.Paths.Workdir,
+		Containment: l.Containment.String(), Planes: planes, Tools: s.tools,
 	})
 	if err != nil {
 		return err
@@ -72,7 +73,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	if _, err := fmt.Fprintf(stdout, "%s\n", ready); err != nil {
 		return fmt.Errorf("writing the ready line: %w", err)
 	}
-	s.log.Info().Str("listen", l.Listener.Addr().String()).Str("session_id", l.SessionID).Msg("serving")
+	s.log.Info().Str("listen", l.Listener.Addr().String()).Str("session_id", l.Identity.SessionID).Msg("serving")
 
 	select {
 	case err := <-failed:
@@ -80,7 +81,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	case <-ctx.Done():
 	}
 	s.log.Info().Msg("shutting down")
-	grace, cancel := context.WithTimeout(context.Background(), l.ShutdownGrace)
+	grace, cancel := context.WithTimeout(context.Background(), l.Limits.ShutdownGrace)
 	defer cancel()
 	if err := errors.Join(s.resource.Shutdown(grace), s.control.Shutdown(grace)); err != nil {
 		s.log.Warn().Err(err).Msg("in-flight requests did not finish within the shutdown grace; cancelling them")

@@ -16,6 +16,14 @@ import (
 	"github.com/resplane/resplane/ports"
 )
 
+// launchSet hands out the parts of a Launch, each as its own value, so that a provider names
+// the parts it uses rather than the whole Launch; the peer roots are handed out of the network
+// part the same way.
+var launchSet = wire.NewSet(
+	wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log"),
+	wire.FieldsOf(new(Network), "PeerRoots"),
+)
+
 // adapterSet provides the outbound adapters and binds each to the port it implements. This is
 // the one place where a concrete adapter meets its port.
 var adapterSet = wire.NewSet(
@@ -28,11 +36,11 @@ var adapterSet = wire.NewSet(
 	provideBudget,
 	wire.Bind(new(ports.ReadBudget), new(*budget.Budget)),
 	provideInstanceKey,
+	wire.Bind(new(ports.InstanceKey), new(*keys.Random)),
 	wire.Struct(new(keys.RandomNonce)),
 	wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)),
 	provideTrace,
 	wire.Bind(new(ports.TraceSink), new(*jsonl.File)),
-	providePeerRoots,
 	provideCardFetcher,
 	wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)),
 	provideRedeemer,
@@ -74,16 +82,20 @@ var edgeSet = wire.NewSet(
 // InitializeService assembles the service for one launch. The cleanup closes the listeners,
 // removes the control socket, closes the trace and the workdir, and zeroes the instance key.
 func InitializeService(l Launch) (*Service, func(), error) {
-	wire.Build(adapterSet, applicationSet, edgeSet)
+	wire.Build(launchSet, adapterSet, applicationSet, edgeSet)
 	return nil, nil, nil
 }
 
-// InitializeHandlers assembles the use cases and both inbound handlers over ports the caller
-// supplies — the in-memory filesystem, a manual clock, a trace recorder, fake peers — so a
-// component test can drive the whole application in process, without sockets or disk.
-func InitializeHandlers(l Launch, fs ports.ExportFS, budget ports.ReadBudget, clk ports.Clock, sink ports.TraceSink,
-	key ports.InstanceKey, nonces ports.NonceSource, cards ports.CardFetcher, redeemer ports.PeerRedeemer,
-	inbox ports.PeerInbox) (*Handlers, error) {
-	wire.Build(applicationSet, handlerSet, wire.Struct(new(Handlers), "*"))
+// InitializeHandlers assembles the use cases and both inbound handlers over the ports in p,
+// which the caller supplies — the in-memory filesystem, a manual clock, a trace recorder, fake
+// peers — so a component test can drive the whole application in process, without sockets or
+// disk. Of l it uses the manifest, the identity, the containment class, the network part and
+// the limits.
+func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
+	wire.Build(
+		launchSet,
+		wire.FieldsOf(new(HandlerPorts), "FS", "Budget", "Clock", "Trace", "Key", "Nonces", "Cards", "Redeemer", "Inbox"),
+		applicationSet, handlerSet, wire.Struct(new(Handlers), "*"),
+	)
 	return nil, nil
 }

@@ -24,54 +24,62 @@ import (
 // InitializeService assembles the service for one launch. The cleanup closes the listeners,
 // removes the control socket, closes the trace and the workdir, and zeroes the instance key.
 func InitializeService(l Launch) (*Service, func(), error) {
-	session := provideSession(l)
-	fs, cleanup, err := provideWorkdirFS(l)
+	limits := l.Limits
+	logger := l.Log
+	manifest := l.Manifest
+	class := l.Containment
+	session := provideSession(class)
+	paths := l.Paths
+	fs, cleanup, err := provideWorkdirFS(paths)
 	if err != nil {
 		return nil, nil, err
 	}
-	budget, err := provideBudget(l)
+	budget, err := provideBudget(limits)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
 	reader := application.NewReader(budget)
+	identity := l.Identity
 	system := &clock.System{}
-	file, cleanup2, err := provideTrace(l, system, fs)
+	file, cleanup2, err := provideTrace(identity, paths, logger, system, fs)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	files := provideFiles(l, session, fs, reader, file)
-	instanceKey, cleanup3, err := provideInstanceKey(l)
+	files := provideFiles(manifest, session, fs, reader, file)
+	random, cleanup3, err := provideInstanceKey(manifest)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	peerIssuer := provideIssuer(l, instanceKey)
-	redeem := provideRedeem(l, peerIssuer, session, fs, reader, system, file)
-	agentCard := provideAgentCard(l)
+	peerIssuer := provideIssuer(identity, random)
+	redeem := provideRedeem(manifest, peerIssuer, session, fs, reader, system, file)
+	network := l.Network
+	agentCard := provideAgentCard(manifest, identity, network)
 	resources := httpapi.NewResources(files, redeem, agentCard)
 	resplaneInflight := newInflight()
-	resplaneResourceServer := provideResourceServer(l, resources, resplaneInflight)
-	resplaneResourceListener := provideResourceListener(l)
+	resplaneResourceServer := provideResourceServer(limits, logger, resources, resplaneInflight)
+	listener := l.Listener
+	resplaneResourceListener := provideResourceListener(listener)
 	tasks := application.NewTasks(session)
-	certPool := providePeerRoots(l)
+	certPool := network.PeerRoots
 	cardFetcher := provideCardFetcher(certPool)
 	randomNonce := keys.RandomNonce{}
-	shareFile := provideShareFile(l, peerIssuer, session, fs, cardFetcher, randomNonce, system, file)
+	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, file)
 	redeemer := provideRedeemer(certPool)
-	inbox, cleanup4, err := provideInbox(l, fs)
+	inbox, cleanup4, err := provideInbox(paths, fs)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	fetchPeerFile := provideFetchPeerFile(l, redeemer, inbox, file)
-	api := provideControlAPI(l, tasks, shareFile, fetchPeerFile)
-	resplaneControlServer := provideControlServer(l, api, resplaneInflight)
-	resplaneControlListener, cleanup5, err := provideControlListener(l, file)
+	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, redeemer, inbox, file)
+	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile)
+	resplaneControlServer := provideControlServer(limits, logger, api, resplaneInflight)
+	resplaneControlListener, cleanup5, err := provideControlListener(paths, file)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -90,21 +98,37 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	}, nil
 }
 
-// InitializeHandlers assembles the use cases and both inbound handlers over ports the caller
-// supplies — the in-memory filesystem, a manual clock, a trace recorder, fake peers — so a
-// component test can drive the whole application in process, without sockets or disk.
-func InitializeHandlers(l Launch, fs ports.ExportFS, budget ports.ReadBudget, clk ports.Clock, sink ports.TraceSink, key ports.InstanceKey, nonces ports.NonceSource, cards ports.CardFetcher, redeemer ports.PeerRedeemer, inbox ports.PeerInbox) (*Handlers, error) {
-	session := provideSession(l)
-	reader := application.NewReader(budget)
-	files := provideFiles(l, session, fs, reader, sink)
-	peerIssuer := provideIssuer(l, key)
-	redeem := provideRedeem(l, peerIssuer, session, fs, reader, clk, sink)
-	agentCard := provideAgentCard(l)
+// InitializeHandlers assembles the use cases and both inbound handlers over the ports in p,
+// which the caller supplies — the in-memory filesystem, a manual clock, a trace recorder, fake
+// peers — so a component test can drive the whole application in process, without sockets or
+// disk. Of l it uses the manifest, the identity, the containment class, the network part and
+// the limits.
+func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
+	manifest := l.Manifest
+	class := l.Containment
+	session := provideSession(class)
+	exportFS := p.FS
+	readBudget := p.Budget
+	reader := application.NewReader(readBudget)
+	traceSink := p.Trace
+	files := provideFiles(manifest, session, exportFS, reader, traceSink)
+	identity := l.Identity
+	instanceKey := p.Key
+	peerIssuer := provideIssuer(identity, instanceKey)
+	portsClock := p.Clock
+	redeem := provideRedeem(manifest, peerIssuer, session, exportFS, reader, portsClock, traceSink)
+	network := l.Network
+	agentCard := provideAgentCard(manifest, identity, network)
 	resources := httpapi.NewResources(files, redeem, agentCard)
 	tasks := application.NewTasks(session)
-	shareFile := provideShareFile(l, peerIssuer, session, fs, cards, nonces, clk, sink)
-	fetchPeerFile := provideFetchPeerFile(l, redeemer, inbox, sink)
-	api := provideControlAPI(l, tasks, shareFile, fetchPeerFile)
+	cardFetcher := p.Cards
+	nonceSource := p.Nonces
+	shareFile := provideShareFile(manifest, peerIssuer, session, exportFS, cardFetcher, nonceSource, portsClock, traceSink)
+	limits := l.Limits
+	peerRedeemer := p.Redeemer
+	peerInbox := p.Inbox
+	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, peerRedeemer, peerInbox, traceSink)
+	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile)
 	handlers := &Handlers{
 		Resources: resources,
 		Control:   api,
@@ -114,11 +138,14 @@ func InitializeHandlers(l Launch, fs ports.ExportFS, budget ports.ReadBudget, cl
 
 // wire.go:
 
+// launchSet hands out the parts of a Launch, each as its own value, so that a provider names
+// the parts it uses rather than the whole Launch; the peer roots are handed out of the network
+// part the same way.
+var launchSet = wire.NewSet(wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log"), wire.FieldsOf(new(Network), "PeerRoots"))
+
 // adapterSet provides the outbound adapters and binds each to the port it implements. This is
 // the one place where a concrete adapter meets its port.
-var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideBudget, wire.Bind(new(ports.ReadBudget), new(*budget.Budget)), provideInstanceKey, wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideTrace, wire.Bind(new(ports.TraceSink), new(*jsonl.File)), providePeerRoots,
-	provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
-)
+var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideBudget, wire.Bind(new(ports.ReadBudget), new(*budget.Budget)), provideInstanceKey, wire.Bind(new(ports.InstanceKey), new(*keys.Random)), wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideTrace, wire.Bind(new(ports.TraceSink), new(*jsonl.File)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)))
 
 // applicationSet provides the use cases.
 var applicationSet = wire.NewSet(

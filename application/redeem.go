@@ -16,7 +16,7 @@ import (
 // session id (a handle's iss) and its instance key.
 type PeerIssuer struct {
 	SessionID string
-	Key       ports.InstanceKey // nil when exports.peer_files is not declared
+	Key       ports.InstanceKey // used only when exports.peer_files is declared
 }
 
 // Redeem is the peer plane's one verb, GET /resources/peer/<token> (contract §6). It runs the

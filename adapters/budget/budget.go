@@ -1,6 +1,6 @@
 // Package budget implements ports.ReadBudget: a fixed number of bytes (--read-buffer-budget)
 // that concurrent reads share, so a burst of large reads waits for room instead of exhausting
-// memory.
+// memory. TotalFor decides that number for a manifest.
 package budget
 
 import (
@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/domain/manifest"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -33,6 +35,31 @@ func New(total int64) (*Budget, error) {
 		return nil, fmt.Errorf("read buffer budget must be positive, got %d bytes", total)
 	}
 	return &Budget{total: total, sem: semaphore.NewWeighted(total)}, nil
+}
+
+// DefaultTotal is the budget when --read-buffer-budget is not given and no declared max_bytes
+// needs more.
+const DefaultTotal = 256 << 20
+
+// TotalFor returns the budget to serve m with: given (0 when --read-buffer-budget was not
+// given) or the default, which grows to what one read of the largest declared max_bytes
+// reserves (application.BufferFor), so a valid manifest always launches. A given budget
+// smaller than that could never grant such a read and is refused.
+func TotalFor(m manifest.Manifest, given int64) (int64, error) {
+	need := int64(0)
+	if m.Files != nil {
+		need = application.BufferFor(m.Files.MaxBytes.Int64())
+	}
+	if m.PeerFiles != nil {
+		need = max(need, application.BufferFor(m.PeerFiles.MaxBytes.Int64()))
+	}
+	if given == 0 {
+		return max(DefaultTotal, need), nil
+	}
+	if given < need {
+		return 0, fmt.Errorf("--read-buffer-budget (%d bytes) must be at least %d bytes: one read of a file of max_bytes needs that much", given, need)
+	}
+	return given, nil
 }
 
 // Reserve implements ports.ReadBudget. It blocks until n bytes are free or ctx is done, in

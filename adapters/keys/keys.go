@@ -50,7 +50,9 @@ func (redacted) MarshalText() ([]byte, error) { return []byte(redactedText), nil
 func (redacted) LogValue() slog.Value { return slog.StringValue(redactedText) }
 
 // Random is the production instance key: 32 bytes from the OS CSPRNG, generated once per
-// process and held only in this value's memory.
+// process and held only in this value's memory. The zero Random holds no key, only 32 zero
+// bytes, under which handle verification accepts nothing; it stands in for the key when none
+// is generated.
 type Random struct {
 	redacted
 	key [Size]byte

@@ -22,9 +22,14 @@ const maxSmallBody = 64 << 10
 
 // LoadRoots returns the certificate roots for https peers: the system roots plus every
 // certificate in the PEM file at path (--peer-ca). When the system roots cannot be loaded, the
-// file's certificates alone are trusted. A file that cannot be read or holds no PEM certificate
-// is an error naming the path; it is meant for the operator at startup.
+// file's certificates alone are trusted. A path of "" names no file: the result is nil, which
+// CardOptions and RedeemOptions take as the system roots alone. A file that cannot be read or
+// holds no PEM certificate is an error naming the path; it is meant for the operator at
+// startup.
 func LoadRoots(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the peer CA file: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +14,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/resplane/resplane"
+	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/config"
+	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/domain/audience"
 	"github.com/resplane/resplane/domain/diag"
 )
@@ -43,8 +48,17 @@ func refuseLaunch(stderr io.Writer, d *diag.Diagnostic) int {
 	return exitUsage
 }
 
-// defaultWorkdir is <manifest dir>/workdir/<session id>, made absolute without resolving
-// symlinks.
+// newSessionID returns a fresh session id: "ses_" and a UUIDv7 as 32 lowercase hex digits.
+func newSessionID() (string, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", err
+	}
+	return "ses_" + hex.EncodeToString(id[:]), nil
+}
+
+// workdirFor returns the workdir to serve in: --workdir or, when it is not given,
+// <manifest dir>/workdir/<session id>, made absolute without resolving symlinks.
 func workdirFor(settings config.Settings, sessionID string) (string, error) {
 	dir := settings.Workdir
 	if dir == "" {
@@ -95,7 +109,7 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
 		return exitUsage
 	}
-	peerRoots, err := resplane.LoadPeerRoots(settings.PeerCA)
+	peerRoots, err := peerhttp.LoadRoots(settings.PeerCA)
 	if err != nil {
 		fmt.Fprintf(stderr, "resplane serve: --peer-ca: %v\n", err)
 		return exitUsage
@@ -106,7 +120,7 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 	}
 	sessionID := settings.SessionID
 	if sessionID == "" {
-		if sessionID, err = resplane.NewSessionID(); err != nil {
+		if sessionID, err = newSessionID(); err != nil {
 			fmt.Fprintf(stderr, "resplane serve: %v\n", err)
 			return exitFailure
 		}
@@ -119,7 +133,7 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 	if _, d := resplane.RunLaunchChecks(m, settings.AfterTask, workdir); d != nil {
 		return refuseLaunch(stderr, d)
 	}
-	readBudget, err := resplane.ReadBudget(m, settings.ReadBufferBudget.Int64())
+	readBudget, err := budget.TotalFor(m, settings.ReadBufferBudget.Int64())
 	if err != nil {
 		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
 		return exitUsage
@@ -160,13 +174,17 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		return exitFailure
 	}
 	launch := resplane.Launch{
-		Manifest: m, SessionID: sessionID, TraceParent: settings.TraceParent, Workdir: workdir,
-		TracePath:   tracePath,
-		ControlPath: controlPath,
-		Containment: settings.Containment, Listener: ln, AdvertiseURL: advertise, Audience: ourAudience,
-		FetchMaxBytes: settings.FetchMaxBytes.Int64(), PeerRoots: peerRoots,
-		ReadBufferBudget: readBudget, ReadHeaderTimeout: settings.ReadHeaderTimeout,
-		ShutdownGrace: shutdownGrace, Log: log,
+		Manifest:    m,
+		Identity:    resplane.Identity{SessionID: sessionID, TraceParent: settings.TraceParent},
+		Containment: settings.Containment,
+		Paths:       resplane.Paths{Workdir: workdir, TracePath: tracePath, ControlPath: controlPath},
+		Listener:    ln,
+		Network:     resplane.Network{AdvertiseURL: advertise, Audience: ourAudience, PeerRoots: peerRoots},
+		Limits: resplane.Limits{
+			ReadBufferBudget: readBudget, FetchMaxBytes: settings.FetchMaxBytes.Int64(),
+			ReadHeaderTimeout: settings.ReadHeaderTimeout, ShutdownGrace: shutdownGrace,
+		},
+		Log: log,
 	}
 	for _, w := range warnings {
 		log.Warn().Str("code", string(w.Code)).Str("key", w.Key).Msg(w.Message)

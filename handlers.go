@@ -1,0 +1,30 @@
+package resplane
+
+import (
+	"github.com/resplane/resplane/adapters/control"
+	"github.com/resplane/resplane/adapters/httpapi"
+	"github.com/resplane/resplane/ports"
+)
+
+// HandlerPorts are the outbound ports InitializeHandlers builds the use cases over, one field
+// per port. A port may be left nil when the manifest declares nothing that reaches it: Key,
+// Nonces and Cards serve only exports.peer_files, Redeemer and Inbox only
+// capabilities.peer_fetch.
+type HandlerPorts struct {
+	FS       ports.ExportFS
+	Budget   ports.ReadBudget
+	Clock    ports.Clock
+	Trace    ports.TraceSink
+	Key      ports.InstanceKey
+	Nonces   ports.NonceSource
+	Cards    ports.CardFetcher
+	Redeemer ports.PeerRedeemer
+	Inbox    ports.PeerInbox
+}
+
+// Handlers are the two inbound edges of a service: the resource listener's routes and the
+// control API.
+type Handlers struct {
+	Resources *httpapi.Resources
+	Control   *control.API
+}

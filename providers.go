@@ -174,12 +174,12 @@ func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi
 }
 
 func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, network Network, tasks *application.Tasks,
-	share *application.ShareFile, fetch *application.FetchPeerFile) *control.API {
+	share *application.ShareFile, fetch *application.FetchPeerFile, logger zerolog.Logger) *control.API {
 	status := control.Status{
 		SessionID: id.SessionID, Containment: c.String(), Planes: declaredPlanes(m),
 		Audience: network.Audience, URL: network.AdvertiseURL,
 	}
-	return control.NewAPI(status, tasks, share, fetch, l.Log)
+	return control.NewAPI(status, tasks, share, fetch, logger)
 }
 
 // controlServer serves the control API on the control socket.

@@ -77,7 +77,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, redeemer, inbox, file)
-	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile)
+	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger)
 	resplaneControlServer := provideControlServer(limits, logger, api, resplaneInflight)
 	resplaneControlListener, cleanup5, err := provideControlListener(paths, file)
 	if err != nil {
@@ -128,7 +128,8 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	peerRedeemer := p.Redeemer
 	peerInbox := p.Inbox
 	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, peerRedeemer, peerInbox, traceSink)
-	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile)
+	logger := l.Log
+	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger)
 	handlers := &Handlers{
 		Resources: resources,
 		Control:   api,

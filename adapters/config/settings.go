@@ -53,6 +53,23 @@ type Settings struct {
 	ReadBufferBudget manifest.ByteCount
 	// ReadHeaderTimeout closes a connection whose header is not complete by then; default 10s.
 	ReadHeaderTimeout time.Duration
+	// SpoolDir is where unnamed snapshot files live; "" means <workdir>/.murmur/<session id>/.
+	SpoolDir string
+	// SpoolBudget bounds the bytes of snapshots held outside memory; default 2Gi.
+	SpoolBudget manifest.ByteCount
+	// SendTimeout closes a connection whose response makes no progress for that long;
+	// default 30s.
+	SendTimeout time.Duration
+	// MetricsListen is the metrics listener's HOST:PORT; "" means no metrics listener.
+	MetricsListen string
+	// OTelEndpoint is the OTLP/HTTP base URL trace events are exported to as spans; "" leaves
+	// it to the standard OTEL_EXPORTER_OTLP_* variables (no export when they are unset too).
+	OTelEndpoint string
+	// Confine is auto, required or off: how serve confines itself with Landlock; default auto.
+	Confine string
+	// AllowedHosts are the Host names the resource listener answers besides IP literals,
+	// localhost and the advertise URL's host; lowercased, none by default.
+	AllowedHosts []string
 	// LogLevel is debug, info, warn or error; default info.
 	LogLevel string
 	// LogFormat is json or console; default json.
@@ -80,7 +97,8 @@ var commands = map[Command]struct {
 		summary: "Runs the resource service for one capsule session: the HTTP listener (both planes, agent card) and the control socket.",
 		names: []string{"manifest", "workdir", "listen", "advertise-url", "containment", "after-task", "session-id",
 			"trace-parent", "trace", "control", "fetch-max-bytes", "peer-ca", "read-buffer-budget",
-			"read-header-timeout", "log-level", "log-format"},
+			"read-header-timeout", "spool-dir", "spool-budget", "send-timeout", "metrics-listen", "otel-endpoint",
+			"confine", "allowed-hosts", "log-level", "log-format"},
 		config: true,
 	},
 	Check: {
@@ -143,6 +161,26 @@ var settings = []setting{
 	{"read-header-timeout", "DURATION", "10s", "",
 		"Close a connection that has not sent its whole request header by then (Go syntax such as 1m30s or 500ms, or seconds optionally suffixed s/m/h/d)",
 		func(s *Settings, v string) (err error) { s.ReadHeaderTimeout, err = parseTimeout(v); return err }},
+	{"spool-dir", "DIR", "", "<workdir>/.murmur/<session id>/",
+		"Where the unnamed snapshot files of large or slowly drained reads live (the export root's filesystem allows reflinks)",
+		func(s *Settings, v string) error { return nonEmpty(&s.SpoolDir, v) }},
+	{"spool-budget", "SIZE", "2Gi", "", "Total bytes of snapshots held in the spool directory; further reads wait for room",
+		func(s *Settings, v string) (err error) { s.SpoolBudget, err = manifest.ParseByteCount(v); return err }},
+	{"send-timeout", "DURATION", "30s", "",
+		"Close a connection whose response makes no progress for this long (same syntax as --read-header-timeout)",
+		func(s *Settings, v string) (err error) { s.SendTimeout, err = parseTimeout(v); return err }},
+	{"metrics-listen", "HOST:PORT", "", "off",
+		"Serve Prometheus metrics at GET /metrics, and /healthz and /readyz, on this separate listener",
+		func(s *Settings, v string) error { return hostPort(&s.MetricsListen, v) }},
+	{"otel-endpoint", "URL", "", "off, unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set",
+		"Export every trace event as an OpenTelemetry span over OTLP/HTTP to this base URL (such as http://127.0.0.1:4318)",
+		func(s *Settings, v string) error { return httpURL(&s.OTelEndpoint, v) }},
+	{"confine", "auto|required|off", "auto", "",
+		"Landlock self-confinement: auto applies what the kernel offers, required refuses to start without it, off skips it",
+		func(s *Settings, v string) error { return oneOf(&s.Confine, v, "auto", "required", "off") }},
+	{"allowed-hosts", "NAMES", "", "none",
+		"Comma-separated Host names the resource listener answers besides IP literals, localhost and the advertise URL's host",
+		func(s *Settings, v string) error { return setAllowedHosts(s, v) }},
 	{"log-level", "LEVEL", "info", "", "debug, info, warn or error; logs go to stderr",
 		func(s *Settings, v string) error { return oneOf(&s.LogLevel, v, "debug", "info", "warn", "error") }},
 	{"log-format", "json|console", "json", "", "How log lines are written",
@@ -182,7 +220,10 @@ func oneOf(dst *string, v string, allowed ...string) error {
 	return nil
 }
 
-func setListen(s *Settings, v string) error {
+func setListen(s *Settings, v string) error { return hostPort(&s.Listen, v) }
+
+// hostPort stores a HOST:PORT listen address whose port is 0 to 65535.
+func hostPort(dst *string, v string) error {
 	_, port, err := net.SplitHostPort(v)
 	if err == nil {
 		_, err = strconv.ParseUint(port, 10, 16)
@@ -190,16 +231,35 @@ func setListen(s *Settings, v string) error {
 	if err != nil {
 		return errors.New("must be HOST:PORT with a port from 0 to 65535")
 	}
-	s.Listen = v
+	*dst = v
 	return nil
 }
 
-func setAdvertiseURL(s *Settings, v string) error {
+func setAdvertiseURL(s *Settings, v string) error { return httpURL(&s.AdvertiseURL, v) }
+
+// httpURL stores an http:// or https:// URL with a host.
+func httpURL(dst *string, v string) error {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return errors.New("must be an http:// or https:// URL with a host")
 	}
-	s.AdvertiseURL = v
+	*dst = v
+	return nil
+}
+
+// hostName is one name --allowed-hosts accepts: DNS labels of letters, digits and hyphens,
+// joined by dots, without a port.
+var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$`)
+
+func setAllowedHosts(s *Settings, v string) error {
+	var names []string
+	for _, name := range strings.Split(v, ",") {
+		if !hostName.MatchString(name) || len(name) > 253 {
+			return fmt.Errorf("%q is not a host name: give names such as capsule.example.internal, comma-separated, without ports or spaces", name)
+		}
+		names = append(names, strings.ToLower(name))
+	}
+	s.AllowedHosts = names
 	return nil
 }
 

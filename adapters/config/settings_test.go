@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +23,12 @@ func TestServeDefaults(t *testing.T) {
 	}
 	if s.Manifest != "m.yaml" || s.Containment != containment.Advisory || s.FetchMaxBytes.Int64() != 1<<30 ||
 		s.ReadBufferBudget.Int64() != 0 || s.ReadHeaderTimeout != 10*time.Second || s.LogLevel != "info" ||
-		s.LogFormat != "json" {
+		s.LogFormat != "json" || s.SpoolBudget.Int64() != 2<<30 || s.SendTimeout != 30*time.Second || s.Confine != "auto" {
 		t.Errorf("defaults = %+v", s)
 	}
 	if s.Workdir != "" || s.Listen != "" || s.AdvertiseURL != "" || s.AfterTask != "" || s.SessionID != "" ||
-		s.TraceParent != "" || s.TracePath != "" || s.ControlPath != "" || s.PeerCA != "" {
+		s.TraceParent != "" || s.TracePath != "" || s.ControlPath != "" || s.PeerCA != "" || s.SpoolDir != "" ||
+		s.MetricsListen != "" || s.OTelEndpoint != "" || s.AllowedHosts != nil {
 		t.Errorf("settings without a fixed default should be empty: %+v", s)
 	}
 }
@@ -36,7 +38,9 @@ func TestEverySettingFromItsFlag(t *testing.T) {
 		"--manifest=m.yaml", "--workdir", "/w", "--listen", "127.0.0.1:41234", "--advertise-url", "https://cap.example:8443",
 		"--containment", "sealed", "--after-task", "sleep", "--session-id", "ses_01", "--trace-parent", "evt_1",
 		"--trace", "/t.jsonl", "--control", "/c.sock", "--fetch-max-bytes", "2Gi", "--peer-ca", "/ca.pem",
-		"--read-buffer-budget", "512Mi", "--read-header-timeout", "1m30s", "--log-level", "debug", "--log-format", "console",
+		"--read-buffer-budget", "512Mi", "--read-header-timeout", "1m30s", "--spool-dir", "/spool", "--spool-budget", "8Gi",
+		"--send-timeout", "45s", "--metrics-listen", "127.0.0.1:9090", "--otel-endpoint", "http://127.0.0.1:4318",
+		"--confine", "required", "--allowed-hosts", "Capsule.Example,peer-1.internal", "--log-level", "debug", "--log-format", "console",
 	}, env{}.get)
 	if err != nil {
 		t.Fatal(err)
@@ -45,9 +49,12 @@ func TestEverySettingFromItsFlag(t *testing.T) {
 		Manifest: "m.yaml", Workdir: "/w", Listen: "127.0.0.1:41234", AdvertiseURL: "https://cap.example:8443",
 		Containment: containment.Sealed, AfterTask: manifest.AfterTaskSleep, SessionID: "ses_01", TraceParent: "evt_1",
 		TracePath: "/t.jsonl", ControlPath: "/c.sock", FetchMaxBytes: bytesOf(t, "2Gi"), PeerCA: "/ca.pem",
-		ReadBufferBudget: bytesOf(t, "512Mi"), ReadHeaderTimeout: 90 * time.Second, LogLevel: "debug", LogFormat: "console",
+		ReadBufferBudget: bytesOf(t, "512Mi"), ReadHeaderTimeout: 90 * time.Second, SpoolDir: "/spool",
+		SpoolBudget: bytesOf(t, "8Gi"), SendTimeout: 45 * time.Second, MetricsListen: "127.0.0.1:9090",
+		OTelEndpoint: "http://127.0.0.1:4318", Confine: "required", AllowedHosts: []string{"capsule.example", "peer-1.internal"},
+		LogLevel: "debug", LogFormat: "console",
 	}
-	if s != want {
+	if !reflect.DeepEqual(s, want) {
 		t.Errorf("settings = %+v\nwant       %+v", s, want)
 	}
 }
@@ -160,6 +167,14 @@ func TestBadValuesAreUsageErrorsNamingTheirSource(t *testing.T) {
 		{"advertise-url", "localhost:8080", "must be an http:// or https:// URL with a host"},
 		{"advertise-url", "ftp://peer", "must be an http:// or https:// URL"},
 		{"advertise-url", "http://", "must be an http:// or https:// URL with a host"},
+		{"spool-budget", "1GB", "must be a byte count"},
+		{"send-timeout", "0", "must be a duration greater than zero"},
+		{"metrics-listen", "9090", "must be HOST:PORT"},
+		{"otel-endpoint", "127.0.0.1:4318", "must be an http:// or https:// URL with a host"},
+		{"confine", "yes", "must be one of auto, required, off"},
+		{"allowed-hosts", "capsule.example:8080", `"capsule.example:8080" is not a host name`},
+		{"allowed-hosts", "a,,b", `"" is not a host name`},
+		{"allowed-hosts", "*.example", `"*.example" is not a host name`},
 		{"manifest", "", "must not be empty"},
 		{"workdir", "", "must not be empty"},
 	} {
@@ -238,7 +253,7 @@ func TestCheckReadsItsThreeSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Settings{Manifest: "m.yaml", Workdir: "/w", AfterTask: manifest.AfterTaskSleep}
-	if s != want {
+	if !reflect.DeepEqual(s, want) {
 		t.Errorf("check settings = %+v, want %+v", s, want)
 	}
 }
@@ -261,6 +276,13 @@ func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 		"--peer-ca PATH",
 		"--read-buffer-budget SIZE", "(default: 256Mi, or one read of the largest declared max_bytes if that is more)",
 		"--read-header-timeout DURATION", "(default 10s)",
+		"--spool-dir DIR", "(default: <workdir>/.murmur/<session id>/)",
+		"--spool-budget SIZE", "(default 2Gi)",
+		"--send-timeout DURATION", "(default 30s)",
+		"--metrics-listen HOST:PORT", "(default: off)",
+		"--otel-endpoint URL", "(default: off, unless OTEL_EXPORTER_OTLP_ENDPOINT",
+		"--confine auto|required|off", "(default auto)",
+		"--allowed-hosts NAMES", "(default: none)",
 		"--log-level LEVEL", "(default info)",
 		"--log-format json|console", "(default json)",
 		"--config PATH",

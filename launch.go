@@ -41,7 +41,8 @@ type Launch struct {
 	Log zerolog.Logger
 }
 
-// Planes lists the declared planes in the order the contract reports them.
+// Planes lists the declared planes in the documented order (docs/http-api.md,
+// "The agent card").
 func (l Launch) Planes() []string {
 	planes := []string{}
 	if l.Manifest.Files != nil {

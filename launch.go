@@ -76,7 +76,8 @@ type Limits struct {
 	ShutdownGrace time.Duration
 }
 
-// declaredPlanes lists m's declared planes in the order the contract reports them.
+// declaredPlanes lists m's declared planes in the documented order (docs/http-api.md,
+// "The agent card").
 func declaredPlanes(m manifest.Manifest) []string {
 	planes := []string{}
 	if m.Files != nil {

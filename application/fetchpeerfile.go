@@ -16,11 +16,11 @@ import (
 	"github.com/resplane/resplane/ports"
 )
 
-// FetchPeerFile is the fetch-peer-file agent tool (contract §7.4): it redeems a handle a peer
-// sent and lands the bytes as a file under the workdir's peer-in/. The peer is checked against
-// capabilities.peer_fetch.allow before any connection opens. The body is streamed to a temp
-// file while it is hashed and renamed into place only after every check passed, so the agent
-// sees a whole, verified file or none.
+// FetchPeerFile is the fetch-peer-file agent tool (docs/peer-plane.md, "fetch-peer-file"): it
+// redeems a handle a peer sent and lands the bytes as a file under the workdir's peer-in/. The
+// peer is checked against capabilities.peer_fetch.allow before any connection opens. The body
+// is streamed to a temp file while it is hashed and renamed into place only after every check
+// passed, so the agent sees a whole, verified file or none.
 type FetchPeerFile struct {
 	allow    []destination.Destination
 	audience string

@@ -32,7 +32,7 @@ type Session struct {
 	Containment containment.Class
 }
 
-// Files is the operator plane (contract §4): the listing and the read of one file beneath
+// Files is the operator plane (docs/http-api.md): the listing and the read of one file beneath
 // exports.files.root. Every request, refusals and wrong methods included, is traced.
 type Files struct {
 	plane   *ExportPlane // nil when exports.files is not declared

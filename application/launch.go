@@ -15,9 +15,10 @@ import (
 // task may declare (E-CAP-008).
 const launchSleepMaxTTL = 15 * time.Minute
 
-// LaunchChecks runs the launch checks that follow decoding the manifest (contract §2, steps 5
-// and 6) and computes the grants the launch goes ahead with. It only inspects: nothing is
-// created, so `resplane check` and `serve` run the very same checks.
+// LaunchChecks runs the launch checks that follow decoding the manifest (checks 5 and 6 of
+// docs/operator-guide.md, "Launch checks") and computes the grants the launch goes ahead with.
+// It only inspects: nothing is created, so `resplane check` and `serve` run the very same
+// checks.
 type LaunchChecks struct {
 	roots ports.RootLocator
 }

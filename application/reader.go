@@ -13,7 +13,8 @@ import (
 	"github.com/resplane/resplane/ports"
 )
 
-// Reader turns one open file into a response body, for both planes (contract §3.3): the
+// Reader turns one open file into a response body, for both planes (docs/http-api.md,
+// "Reading a file"): the
 // bytes, size and mtime all come from the one descriptor, the file is read at most once and
 // never beyond maxBytes+1 bytes, and the sha256 is computed over exactly the bytes served.
 //

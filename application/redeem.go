@@ -19,10 +19,10 @@ type PeerIssuer struct {
 	Key       ports.InstanceKey // used only when exports.peer_files is declared
 }
 
-// Redeem is the peer plane's one verb, GET /resources/peer/<token> (contract §6). It runs the
-// checks in the contract's fixed order and evaluates nothing downstream of the MAC before the
-// MAC has verified. It keeps no per-handle state: a handle redeems as often as its holder
-// likes until it expires or this process ends.
+// Redeem is the peer plane's one verb, GET /resources/peer/<token> (docs/peer-plane.md,
+// "Redeem"). It runs the checks in their documented order and evaluates nothing downstream of
+// the MAC before the MAC has verified. It keeps no per-handle state: a handle redeems as often
+// as its holder likes until it expires or this process ends.
 type Redeem struct {
 	plane   *ExportPlane // nil when exports.peer_files is not declared
 	issuer  PeerIssuer
@@ -83,9 +83,9 @@ func (u *Redeem) Do(ctx context.Context, req RedeemRequest) (RedeemAnswer, error
 	return answer, err
 }
 
-// redeem runs checks 3–10 of contract §6 and returns the handle's path and the body. An absent
-// audience header reaches handle.Verify as "", which it refuses missing_audience after the
-// shape, as it does a blank one.
+// redeem runs checks 3–10 (docs/peer-plane.md, "Redeem") and returns the handle's path and the
+// body. An absent audience header reaches handle.Verify as "", which it refuses
+// missing_audience after the shape, as it does a blank one.
 func (u *Redeem) redeem(ctx context.Context, token, audience string) (string, *Body, error) {
 	if u.plane == nil {
 		return "", nil, refusal.New(refusal.NoPeerPlane)

@@ -22,9 +22,10 @@ type SharePlane struct {
 	MaxTTL time.Duration
 }
 
-// ShareFile is the share-file agent tool (contract §7.3): it mints a handle that lets one named
-// peer capsule redeem one file beneath exports.peer_files.root. Minting grants no outbound
-// authority: the peer's card is fetched only when capabilities.network.allow admits the peer.
+// ShareFile is the share-file agent tool (docs/peer-plane.md, "share-file"): it mints a handle
+// that lets one named peer capsule redeem one file beneath exports.peer_files.root. Minting
+// grants no outbound authority: the peer's card is fetched only when capabilities.network.allow
+// admits the peer.
 type ShareFile struct {
 	plane        SharePlane
 	networkAllow []destination.Destination

@@ -6,7 +6,8 @@ import (
 )
 
 // Tasks is the task lifecycle seam with the agent loop: the runtime reports each task that
-// reaches a terminal state, and the generation advances by one (contract §5).
+// reaches a terminal state, and the generation advances by one (docs/http-api.md,
+// "The generation").
 type Tasks struct {
 	generation *generation.Counter
 }

@@ -14,12 +14,13 @@ import (
 // "out/"). It is resolved at every call: symlinks on the root's own path are followed, but the
 // result must stay the canonical workdir or beneath it, else the call fails outside_root.
 //
-// Beneath the root, class decides symlinks (contract §3.2): under scoped any symlink on the
-// path is refused (symlink_refused); under sealed and advisory symlinks are followed but every
-// step of resolution must stay the root or beneath it (outside_root), a loop is
-// symlink_refused, a dangling link not_found, and a final target that is the root itself
-// outside_root. No concurrent rename or swap may make an implementation open anything outside
-// the root: a race may only turn into a refusal.
+// Beneath the root, class decides symlinks (docs/operator-guide.md,
+// "Containment classes and symlinks"): under scoped any symlink on the path is refused
+// (symlink_refused); under sealed and advisory symlinks are followed but every step of
+// resolution must stay the root or beneath it (outside_root), a loop is symlink_refused, a
+// dangling link not_found, and a final target that is the root itself outside_root. No
+// concurrent rename or swap may make an implementation open anything outside the root: a race
+// may only turn into a refusal.
 //
 // Every error an ExportFS returns is a *refusal.Refusal with one of the codes not_found,
 // outside_root, symlink_refused, not_a_regular_file or io_error; an io_error's message never

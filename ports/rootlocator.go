@@ -3,9 +3,11 @@ package ports
 // RootLocator inspects a declared export root at launch, for the E-CAP-007 check. It never
 // creates anything.
 type RootLocator interface {
-	// Locate reports where root (relative to workdir) resolves. A workdir or root that does not
-	// exist yet is reported as Exists false with a nil error. The error is reserved for
-	// failures to inspect an existing path (permission denied, a symlink loop).
+	// Locate reports where root (relative to workdir) resolves. A workdir or root that resolves
+	// to no place at all is reported as Exists false with a nil error: one that does not exist
+	// yet, one whose path runs through something that is not a directory, and a symlink loop
+	// (every request then refuses the loop). The error is reserved for other failures to
+	// inspect a path, such as permission denied.
 	Locate(workdir, root string) (RootLocation, error)
 }
 

@@ -8,7 +8,8 @@ import (
 	"github.com/resplane/resplane/application"
 )
 
-// grantsJSON is the line `resplane check` prints (interface.md), keys in this order.
+// grantsJSON is the line `resplane check` prints (docs/operator-guide.md, "resplane check"),
+// keys in this order.
 type grantsJSON struct {
 	ExportsFiles   *filesJSON     `json:"exports_files"`
 	PeerFiles      *peerFilesJSON `json:"peer_files"`

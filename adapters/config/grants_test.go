@@ -14,7 +14,7 @@ func TestGrantsJSONIsTheCheckLine(t *testing.T) {
 		g    application.Grants
 		want string
 	}{
-		{"interface.md example", application.Grants{
+		{"docs/operator-guide.md example", application.Grants{
 			Files:          &application.GrantsFiles{Root: "out/", Mode: manifest.ReadOnly, MaxBytes: 10485760},
 			PeerFiles:      &application.GrantsPeerFiles{Root: "out/handoff/", MaxTTL: time.Hour, MaxBytes: 10485760},
 			PeerFetchAllow: []string{"localhost:41235"},

@@ -1,5 +1,5 @@
 // Package control is the control API: HTTP/1.1 with JSON bodies over a Unix socket (mode
-// 0600), the seam between the agent loop and the service (interface.md). It is never
+// 0600), the seam between the agent loop and the service (docs/control-api.md). It is never
 // reachable over TCP.
 //
 // The agent tools appear only when their grant is declared: an undeclared tool is 404

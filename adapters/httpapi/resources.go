@@ -34,7 +34,7 @@ func NewResources(files *application.Files, peer *application.Redeem, card Agent
 
 // Register routes every method and every path of e to the raw-target dispatcher. Echo's own
 // router is bypassed on purpose: it matches decoded paths and answers unknown methods itself,
-// and contract §3 decides both on the raw target.
+// and both are decided on the raw target (docs/http-api.md, "Routing").
 func (h *Resources) Register(e *echo.Echo) {
 	e.Any("/*", h.dispatch)
 	e.RouteNotFound("/*", h.dispatch)
@@ -101,7 +101,8 @@ func addBodyHeaders(headers map[string]string, body *application.Body) {
 
 func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }
 
-// listingBody is the wire shape of a listing; field order is the contract's key order.
+// listingBody is the wire shape of a listing; field order is the documented key order
+// (docs/http-api.md, "The listing").
 type listingBody struct {
 	Root        string         `json:"root"`
 	Mode        string         `json:"mode"`

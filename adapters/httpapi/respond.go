@@ -11,7 +11,8 @@ import (
 	"github.com/resplane/resplane/domain/refusal"
 )
 
-// The provenance headers of contract §4 and §6, spelled as the reference runtime spells them.
+// The provenance headers of both planes (docs/http-api.md, docs/peer-plane.md), spelled as the
+// reference runtime spells them (docs/decisions.md).
 const (
 	headerGeneration  = "x-murmur-generation"
 	headerContainment = "x-murmur-containment"

@@ -1,5 +1,5 @@
 // Package jsonl implements ports.TraceSink on a JSON Lines file: File appends events to
-// trace.jsonl (contract §8).
+// trace.jsonl (docs/trace.md).
 package jsonl
 
 import (

@@ -21,7 +21,7 @@ import (
 	"github.com/resplane/resplane/ports"
 )
 
-// Size is the instance key's length in bytes (contract §6.2).
+// Size is the instance key's length in bytes (docs/peer-plane.md, "The minting key").
 const Size = 32
 
 // redactedText is what every textual rendering of a key prints.

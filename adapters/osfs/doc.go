@@ -6,7 +6,8 @@
 // to a descriptor it holds, never by reading a path string again. At every call the declared
 // export root is resolved beneath the workdir descriptor (following symlinks, refusing any
 // step out of the workdir), and the requested path beneath the root by the class rule of
-// contract §3.2. Both use domain/resolve, the algorithm adapters/memfs shares.
+// docs/operator-guide.md, "Containment classes and symlinks". Both use domain/resolve, the
+// algorithm adapters/memfs shares.
 //
 // A path without symlinks is opened in two openat2 calls resolving root and path together
 // with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS: first an O_PATH descriptor

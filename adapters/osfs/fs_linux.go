@@ -188,8 +188,9 @@ func (f *file) Size() int64                { return f.size }
 func (f *file) ModTime() time.Time         { return f.mtime }
 func (f *file) Path() string               { return f.path }
 
-// refuse maps a system call's failure to the refusal the contract gives it. The io_error
-// text is the errno's description alone: no number, no path.
+// refuse maps a system call's failure to its documented refusal (docs/operator-guide.md,
+// "Containment classes and symlinks"). The io_error text is the errno's description alone: no
+// number, no path.
 func refuse(err error) error {
 	errno, ok := err.(unix.Errno)
 	if !ok {

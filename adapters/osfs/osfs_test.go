@@ -17,7 +17,7 @@ import (
 )
 
 // modes are the two ways an FS resolves: openat2 first, and component by component only, as
-// on a kernel without openat2. Both must give the contract's answers.
+// on a kernel without openat2. Both must give the answers ports/porttest expects.
 var modes = []struct {
 	name string
 	opts []osfs.Option

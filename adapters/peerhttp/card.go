@@ -14,7 +14,7 @@ import (
 	"github.com/resplane/resplane/ports"
 )
 
-// The contract's bounds on an agent-card fetch (§9).
+// The bounds on an agent-card fetch (docs/peer-plane.md, "share-file", step 3).
 const (
 	DefaultCardConnectTimeout = 5 * time.Second
 	DefaultCardTimeout        = 10 * time.Second
@@ -23,7 +23,7 @@ const (
 // cardPath is where a peer publishes its agent card.
 const cardPath = "/.well-known/agent-card.json"
 
-// CardOptions configures a CardFetcher. Zero durations take the contract's defaults.
+// CardOptions configures a CardFetcher. Zero durations take the documented defaults.
 type CardOptions struct {
 	// Roots verifies https peers; nil means the system roots (see LoadRoots).
 	Roots *x509.CertPool

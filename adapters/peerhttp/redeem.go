@@ -13,13 +13,13 @@ import (
 	"github.com/resplane/resplane/ports"
 )
 
-// The contract's bounds on a redeem (§9).
+// The bounds on a redeem (docs/peer-plane.md, "fetch-peer-file", step 4).
 const (
 	DefaultRedeemConnectTimeout = 10 * time.Second
 	DefaultRedeemIdleTimeout    = 30 * time.Second
 )
 
-// RedeemOptions configures a Redeemer. Zero durations take the contract's defaults.
+// RedeemOptions configures a Redeemer. Zero durations take the documented defaults.
 type RedeemOptions struct {
 	// Roots verifies https peers; nil means the system roots (see LoadRoots).
 	Roots *x509.CertPool

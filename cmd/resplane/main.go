@@ -12,7 +12,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
 
-// Exit statuses (interface.md).
+// Exit statuses (docs/operator-guide.md, "Exit statuses").
 const (
 	exitOK      = 0
 	exitFailure = 1

@@ -1,5 +1,5 @@
-// Package audience derives the audience string a peer handle is bound to (contract §7.2):
-// lowercase(<name> + "@" + hostport(<url>)).
+// Package audience derives the audience string a peer handle is bound to (docs/peer-plane.md,
+// "The audience"): lowercase(<name> + "@" + hostport(<url>)).
 //
 // Both sides compute it without exchanging it: the minter from the fetching peer's agent card,
 // the fetcher from its own name and advertised URL, which are the same two fields its card
@@ -21,13 +21,13 @@ import (
 // what a minter derives from our card.
 //
 // The name is trimmed of surrounding Unicode white space. hostport(url) removes one leading
-// "http://" or "https://" — matched case-sensitively, exactly as written in the contract — then
+// "http://" or "https://" — matched case-sensitively, as docs/peer-plane.md says — then
 // everything from the first "/", and keeps the rest verbatim: no default port is added, IPv6
 // brackets and an explicit port stay, and the url is not trimmed. The whole string is then
 // lowercased with Rust's str::to_lowercase rules (see lowercase).
 //
 // A blank name, a blank url, or a url whose host:port part is empty (such as "http://" or
-// "https:///x") is refused as peer_unreachable: for a peer's card that is the contract's
+// "https:///x") is refused as peer_unreachable: for a peer's card that is the documented
 // answer; for our own identity the caller treats it as a configuration error.
 func FromCard(name, url string) (string, error) {
 	name = strings.TrimSpace(name)
@@ -123,9 +123,10 @@ func caseIgnorable(r rune) bool {
 	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
 }
 
-// Asserted normalises an x-murmur-audience header value as a redeem reads it (contract §6 step
-// 5): surrounding whitespace trimmed and ASCII letters lowercased. Other characters are kept
-// as sent, so an audience minted by FromCard (already lowercase) compares equal byte for byte.
+// Asserted normalises an x-murmur-audience header value as a redeem reads it (step 5 of
+// docs/peer-plane.md, "Redeem"): surrounding whitespace trimmed and ASCII letters lowercased.
+// Other characters are kept as sent, so an audience minted by FromCard (already lowercase)
+// compares equal byte for byte.
 func Asserted(header string) string {
 	b := []byte(strings.TrimSpace(header))
 	for i, c := range b {

@@ -1,5 +1,6 @@
 // Package containment names the containment class a launching runtime achieved for a session
-// and states the symlink rule each class implies (contract §3.2).
+// and states the symlink rule each class implies (docs/operator-guide.md,
+// "Containment classes and symlinks").
 package containment
 
 import "fmt"

@@ -1,5 +1,6 @@
 // Package destination is the one parser and the one matcher behind both outbound allow-lists,
-// capabilities.network.allow and capabilities.peer_fetch.allow (contract §1 "Destination").
+// capabilities.network.allow and capabilities.peer_fetch.allow (docs/manifest.md,
+// "Destinations").
 //
 // A Destination is an allow-list entry; a Peer is the address an agent gives a tool. Both are
 // parsed strictly and refused rather than repaired: whitespace anywhere, wildcards, userinfo,

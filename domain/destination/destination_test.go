@@ -125,7 +125,7 @@ func TestMatchesPinsWhatEachFormPins(t *testing.T) {
 		entry, peer string
 		want        bool
 	}{
-		// The contract's example: peer localhost:41234.
+		// The example of docs/manifest.md, "Destinations": peer localhost:41234.
 		{"localhost", "localhost:41234", true},
 		{"localhost:41234", "localhost:41234", true},
 		{"http://localhost:41234", "localhost:41234", true},

@@ -1,5 +1,6 @@
 // Package diag holds the launch diagnostics: the refusals that stop resplane before anything is
-// created (contract §2) and the warnings a launch that goes ahead logs.
+// created (docs/operator-guide.md, "Launch checks") and the warnings a launch that goes ahead
+// logs.
 //
 // A diagnostic is data, like a refusal: a stable code, one sentence saying what is wrong and one
 // saying what to do. Both are single lines, so the rendering is always exactly two lines.

@@ -6,10 +6,11 @@ import "strings"
 const maxBasename = 120
 
 // SanitisedBasename turns a fetched handle's unverified path hint into the file name part of
-// peer-in/<handle_id>-<basename> (contract §7.4 step 4 and §9): the text after the last "/",
-// with each Unicode code point outside [A-Za-z0-9._-] replaced by one "_" (each byte of an
-// invalid UTF-8 sequence counts as one code point), cut to its first 120 characters. A result
-// that is empty, "." or "..", and a missing hint (hasHint false), give "file".
+// peer-in/<handle_id>-<basename> (docs/peer-plane.md, "fetch-peer-file", step 7): the text
+// after the last "/", with each Unicode code point outside [A-Za-z0-9._-] replaced by one "_"
+// (each byte of an invalid UTF-8 sequence counts as one code point), cut to its first 120
+// characters. A result that is empty, "." or "..", and a missing hint (hasHint false), give
+// "file".
 //
 // The result is therefore always a single, non-special path component of at most 120 ASCII
 // bytes, whatever the peer put in p: it can neither climb out of peer-in nor name a directory.

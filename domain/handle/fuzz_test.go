@@ -72,12 +72,12 @@ func FuzzMintRoundTrip(f *testing.F) {
 	})
 }
 
-// handlePattern is the contract's redaction pattern, used as an independent oracle for the
-// hand-written scanner.
+// handlePattern is the redaction pattern of docs/trace.md, used as an independent oracle for
+// the hand-written scanner.
 var handlePattern = regexp.MustCompile(`mh1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
 
-// FuzzRedact checks Redact against the contract's pattern applied with package regexp, and
-// that its output holds no token-shaped run.
+// FuzzRedact checks Redact against the documented pattern applied with package regexp, and that
+// its output holds no token-shaped run.
 func FuzzRedact(f *testing.F) {
 	for _, s := range []string{"", "mh1.a.b", "mh1.a.b.c", "xmh1.mh1.a.b.", "mh1.abc", "é" + validToken, "mh1.\xff.a"} {
 		f.Add(s)

@@ -1,5 +1,6 @@
-// Package handle is the mh1 peer handle (contract §6 and §6.1): minting, the ordered checks a
-// redeem runs, the handle_id, and the redaction every trace and log line passes through.
+// Package handle is the mh1 peer handle (docs/peer-plane.md, "The handle" and "Redeem"):
+// minting, the ordered checks a redeem runs, the handle_id, and the redaction every trace and
+// log line passes through.
 //
 // A token is
 //
@@ -40,7 +41,7 @@ const macDomain = "murmur-peer-handle-v1"
 // the boundary between payload and audience always changes the input.
 const macSeparator = 0x1F
 
-// keySize is the length of an instance key (contract §6.2).
+// keySize is the length of an instance key (docs/peer-plane.md, "The minting key").
 const keySize = 32
 
 // b64 is the one base64 alphabet of both segments: URL-safe and unpadded, so a token needs no

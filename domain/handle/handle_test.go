@@ -6,7 +6,7 @@ import (
 )
 
 // Fixed inputs shared by the tests: a 32-byte key 00 01 … 1f, the nonce a0 a1 … af, and the
-// session, path, expiry and audience of the brief's example.
+// session, path, expiry and audience of one fixed example (reporter@localhost:41234).
 var (
 	testKey   = seqBytes(0x00, 32)
 	testNonce = [16]byte(seqBytes(0xa0, 16))

@@ -21,8 +21,8 @@ func Placeholder(token string) string {
 	return "<handle:" + ID(token) + ">"
 }
 
-// Redact replaces every token-shaped run in text with its Placeholder (contract §9, "Trace and
-// redaction"). A token-shaped run is "mh1." followed by two non-empty runs of [A-Za-z0-9_-]
+// Redact replaces every token-shaped run in text with its Placeholder (docs/trace.md,
+// "Redaction"). A token-shaped run is "mh1." followed by two non-empty runs of [A-Za-z0-9_-]
 // joined by one ".", each run as long as possible; the match is by pattern alone, so it also
 // replaces a file name that merely looks like a token, and it does not swallow a full stop that
 // follows a token. Matches are found left to right and never overlap. All other bytes, invalid

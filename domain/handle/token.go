@@ -12,9 +12,9 @@ import (
 	"github.com/resplane/resplane/domain/refusal"
 )
 
-// Token is a handle whose shape has been checked (contract §6 step 4) and nothing else: its
-// segments are decoded, but nothing it says has been read or trusted. The only way to obtain
-// one is ParseShape; the zero Token never passes VerifyMAC.
+// Token is a handle whose shape has been checked (docs/peer-plane.md, "Redeem", step 4) and
+// nothing else: its segments are decoded, but nothing it says has been read or trusted. The
+// only way to obtain one is ParseShape; the zero Token never passes VerifyMAC.
 //
 // A redeem runs, in this order and stopping at the first failure: ParseShape, the audience
 // header check (an adapter's job, or Verify's), VerifyMAC, Payload, CheckIssuer and
@@ -77,9 +77,9 @@ func segmentLen(s string, i int) int {
 }
 
 // VerifyMAC checks the token's tag against the tag key computes for this payload segment and
-// audience (contract §6 step 6). The comparison is constant-time (hmac.Equal); a tag of the
-// wrong length simply does not verify. audience is the asserted audience after trimming and
-// ASCII-lowercasing.
+// audience (docs/peer-plane.md, "Redeem", step 6). The comparison is constant-time
+// (hmac.Equal); a tag of the wrong length simply does not verify. audience is the asserted
+// audience after trimming and ASCII-lowercasing.
 //
 // Every failure is the same handle_not_valid refusal, whatever the cause — tampered payload,
 // tampered tag, another instance's key, wrong audience — so a prober is never told which
@@ -106,8 +106,8 @@ func usableKey(key []byte) bool {
 	return acc != 0
 }
 
-// Payload parses the token's payload (contract §6 step 7 and §9). It is meant to run only after
-// VerifyMAC, when the payload is known to be one this instance minted.
+// Payload parses the token's payload (docs/peer-plane.md, "Redeem", step 7). It is meant to run
+// only after VerifyMAC, when the payload is known to be one this instance minted.
 //
 // The payload must be valid UTF-8 and exactly one JSON object holding v (the integer 1), iss,
 // p and n (strings) and exp (a non-negative integer that fits in int64); anything else is
@@ -200,9 +200,9 @@ func jsonString(raw []byte) (string, bool) {
 	return s, json.Unmarshal(raw, &s) == nil
 }
 
-// CheckIssuer is contract §6 step 8: an iss other than sessionID (this process's session id)
-// is handle_not_valid, byte-identical to a MAC failure. It is reached only behind a valid MAC,
-// since only this instance's key produces a MAC this instance accepts.
+// CheckIssuer is step 8 of docs/peer-plane.md, "Redeem": an iss other than sessionID (this
+// process's session id) is handle_not_valid, byte-identical to a MAC failure. It is reached
+// only behind a valid MAC, since only this instance's key produces a MAC this instance accepts.
 func (p Payload) CheckIssuer(sessionID string) error {
 	if p.Iss != sessionID {
 		return refusal.New(refusal.HandleNotValid)
@@ -210,8 +210,8 @@ func (p Payload) CheckIssuer(sessionID string) error {
 	return nil
 }
 
-// CheckExpiry is contract §6 step 9: an expiry at or before nowMs (Unix milliseconds) is
-// handle_expired, so a handle is valid strictly before exp.
+// CheckExpiry is step 9 of docs/peer-plane.md, "Redeem": an expiry at or before nowMs (Unix
+// milliseconds) is handle_expired, so a handle is valid strictly before exp.
 func (p Payload) CheckExpiry(nowMs int64) error {
 	if p.Exp <= nowMs {
 		return refusal.New(refusal.HandleExpired)
@@ -219,11 +219,11 @@ func (p Payload) CheckExpiry(nowMs int64) error {
 	return nil
 }
 
-// Verify runs the redeem's handle checks in the contract's order (§6 steps 4–9) and returns the
-// verified payload: ParseShape (malformed_handle), an empty audience (missing_audience),
-// VerifyMAC (handle_not_valid), Payload (malformed_handle), CheckIssuer (handle_not_valid) and
-// CheckExpiry (handle_expired). audience is the x-murmur-audience value already trimmed and
-// ASCII-lowercased; nowMs is the clock reading in Unix milliseconds.
+// Verify runs the redeem's handle checks in order (steps 4–9 of docs/peer-plane.md, "Redeem")
+// and returns the verified payload: ParseShape (malformed_handle), an empty audience
+// (missing_audience), VerifyMAC (handle_not_valid), Payload (malformed_handle), CheckIssuer
+// (handle_not_valid) and CheckExpiry (handle_expired). audience is the x-murmur-audience value
+// already trimmed and ASCII-lowercased; nowMs is the clock reading in Unix milliseconds.
 func Verify(key []byte, token, audience, sessionID string, nowMs int64) (Payload, error) {
 	t, err := ParseShape(token)
 	if err != nil {
@@ -249,10 +249,11 @@ func Verify(key []byte, token, audience, sessionID string, nowMs int64) (Payload
 }
 
 // PeekPath returns the p of a token this process did not mint and cannot verify, for one use
-// only: the file name hint of fetch-peer-file (contract §7.4 step 4 and §9). The token must
-// pass ParseShape and its payload must be valid UTF-8 and a JSON object with a string p; no
-// other field is required. The value is caller-controlled and must decide nothing; pass it
-// through SanitisedBasename. If p appears twice the last one counts, as in serde_json's map.
+// only: the file name hint of fetch-peer-file (docs/peer-plane.md, "fetch-peer-file", step 7).
+// The token must pass ParseShape and its payload must be valid UTF-8 and a JSON object with a
+// string p; no other field is required. The value is caller-controlled and must decide nothing;
+// pass it through SanitisedBasename. If p appears twice the last one counts, as in serde_json's
+// map.
 func PeekPath(token string) (string, bool) {
 	t, err := ParseShape(token)
 	if err != nil || !utf8.Valid(t.payload) {

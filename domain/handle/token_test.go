@@ -8,7 +8,7 @@ import (
 	"github.com/resplane/resplane/domain/refusal"
 )
 
-// validToken is the brief's example token (see TestMintMatchesIndependentComputation).
+// validToken is the example token (see TestMintMatchesIndependentComputation).
 var validToken = Mint(testKey, NewPayload(testSession, "report.md", testExp, testNonce), testAudience)
 
 // segments splits a token into its payload and tag segments.
@@ -93,8 +93,9 @@ func TestParseShapeAcceptsAnyTagLength(t *testing.T) {
 	wantCode(t, tok.VerifyMAC(testKey, testAudience), refusal.HandleNotValid)
 }
 
-// TestHandleNotValidIsOneAnswer pins contract §6: every cause of handle_not_valid gives the
-// same code and the same message, so nothing tells a prober which field to change next.
+// TestHandleNotValidIsOneAnswer pins docs/peer-plane.md, "Redeem": every cause of
+// handle_not_valid gives the same code and the same message, so nothing tells a prober which
+// field to change next.
 func TestHandleNotValidIsOneAnswer(t *testing.T) {
 	payloadSeg, tagSeg := segments(t, validToken)
 	foreignKey := seqBytes(0x40, 32)
@@ -172,8 +173,9 @@ func TestExpiryIsExclusive(t *testing.T) {
 	}
 }
 
-// TestPayloadBehindValidMAC pins contract §6 step 7 and §9: with a MAC that verifies, a payload
-// that is not the v1 object is malformed_handle, and unknown keys are ignored.
+// TestPayloadBehindValidMAC pins step 7 of docs/peer-plane.md, "Redeem": with a MAC that
+// verifies, a payload that is not the v1 object is malformed_handle, and unknown keys are
+// ignored.
 func TestPayloadBehindValidMAC(t *testing.T) {
 	const rest = `"iss":"` + testSession + `","p":"report.md","exp":1755950300000,"n":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"`
 	malformed := map[string]string{

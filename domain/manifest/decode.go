@@ -13,8 +13,8 @@ import (
 // Decode applies the manifest rules to a parsed document and returns the manifest and one
 // W-SEC-019 warning per unknown key inside exports, exports.files, exports.peer_files and
 // capabilities.peer_fetch. The first failure is returned as a diagnostic, checked in the
-// contract's order: a top level that is not a mapping (E-MAN-003), a missing or null name
-// (E-MAN-001), every other field in the order of the contract's §1 table (E-MAN-003), then
+// documented order: a top level that is not a mapping (E-MAN-003), a missing or null name
+// (E-MAN-001), every other field in the order of docs/manifest.md, "Keys" (E-MAN-003), then
 // each capabilities.network.allow entry (E-CAP-001). Warnings are returned only when the
 // manifest is accepted. Other top-level keys are ignored.
 //
@@ -43,7 +43,7 @@ func Decode(doc Node) (Manifest, []diag.Warning, *diag.Diagnostic) {
 	return m, d.warnings, nil
 }
 
-// The fields Decode checks, in the order of the contract's §1 table.
+// The fields Decode checks, in the order of the table in docs/manifest.md, "Keys".
 var (
 	fieldName           = field{"name", "must be a non-empty string", "reporter"}
 	fieldVersion        = field{"version", "must be a string or a number", "1.2.0"}

@@ -1,9 +1,9 @@
 // Package manifest reads the part of a capsule manifest (murmur.yaml) that resplane owns
-// (contract §1 and §9) into values that can only exist valid.
+// (docs/manifest.md) into values that can only exist valid.
 //
 // The package knows no YAML: an adapter parses the file into a Node tree that keeps each
 // scalar's text as written, null apart from {}, and source lines, and Decode applies every
-// rule to that tree, in the contract's order, reporting the first failure as a launch
+// rule to that tree, in the documented order, reporting the first failure as a launch
 // diagnostic.
 package manifest
 

@@ -1,10 +1,10 @@
 // Package pathpolicy lowers a caller's path into a RelPath: the only form in which a path
 // may reach a filesystem adapter.
 //
-// Lowering follows contract §3.1 exactly and never touches the filesystem. A path that could
-// leave the export root is refused, never repaired: there is no cleaning, no collapsing of
-// "//", no resolving of "..". A RelPath therefore always has at least one component, and no
-// component is empty, ".", ".." or contains "/" or NUL.
+// Lowering follows docs/http-api.md, "Lowering a path", exactly and never touches the
+// filesystem. A path that could leave the export root is refused, never repaired: there is no
+// cleaning, no collapsing of "//", no resolving of "..". A RelPath therefore always has at
+// least one component, and no component is empty, ".", ".." or contains "/" or NUL.
 package pathpolicy
 
 import (
@@ -26,10 +26,10 @@ func Parse(raw string) (RelPath, error) {
 	return Lower(DecodeOnce(raw))
 }
 
-// Lower applies steps 2–4 of contract §3.1 to an already decoded path: it refuses an empty
-// path, a NUL byte, invalid UTF-8 and a leading "/", drops one trailing "/", and refuses any
-// empty, "." or ".." component. Every refusal is outside_root. A redeem lowers its handle's
-// p this way, without a second decoding.
+// Lower applies steps 2–4 of docs/http-api.md, "Lowering a path", to an already decoded path:
+// it refuses an empty path, a NUL byte, invalid UTF-8 and a leading "/", drops one trailing
+// "/", and refuses any empty, "." or ".." component. Every refusal is outside_root. A redeem
+// lowers its handle's p this way, without a second decoding.
 func Lower(decoded string) (RelPath, error) {
 	if decoded == "" || strings.IndexByte(decoded, 0) >= 0 || !utf8.ValidString(decoded) ||
 		strings.HasPrefix(decoded, "/") {

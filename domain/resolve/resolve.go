@@ -1,5 +1,6 @@
 // Package resolve is the one resolution algorithm behind every export filesystem: the class
-// rule of contract §3.2 and the declared-root rule of §9, written once over a small Dir
+// rule and the declared-root rule (docs/operator-guide.md, "Containment classes and symlinks"),
+// written once over a small Dir
 // interface so the real filesystem (adapters/osfs) and the test double (adapters/memfs) cannot
 // disagree about which path is served.
 //
@@ -94,8 +95,9 @@ const replacedAttempts = 8
 
 // RetryReplaced calls open until it answers anything but Replaced, at most a few times. A
 // writer that renames a finished temp file over the target replaces the inode between
-// resolution and open; resolving again serves the new version whole, as the contract
-// promises such a writer's readers. Only a target replaced on every attempt is refused.
+// resolution and open; resolving again serves the new version whole, as docs/operator-guide.md
+// ("Writing files that are read while you write them") promises such a writer's readers. Only a
+// target replaced on every attempt is refused.
 func RetryReplaced[F any](open func() (F, error)) (F, error) {
 	f, err := open()
 	for attempt := 1; attempt < replacedAttempts && err == replaced; attempt++ {
@@ -140,8 +142,9 @@ type rule struct {
 	// passOutside says whether a step out of the base may come back into it: the steps taken
 	// outside are then followed lexically from the base's canonical path, and resolution
 	// resumes for real at the moment they re-enter the base. It holds for the declared root
-	// (which must resolve inside the workdir, contract §9), never beneath the root (where
-	// leaving is refused even if the path would come back, contract §3.2).
+	// (which must resolve inside the workdir), never beneath the root (where leaving is refused
+	// even if the path would come back); see docs/decisions.md,
+	// "A root link may step out of the workdir and straight back".
 	passOutside bool
 }
 
@@ -226,8 +229,8 @@ func resolve(base Dir, names []string, r rule) (*Result, error) {
 			pending = pushReversed(pending, strings.Split(target, "/"))
 		default:
 			if len(pending) > 0 {
-				// A non-directory with names after it: ENOTDIR, which the contract answers
-				// not_found.
+				// A non-directory with names after it: ENOTDIR, which is answered not_found
+				// (docs/operator-guide.md, "Containment classes and symlinks").
 				release()
 				return nil, refusal.New(refusal.NotFound)
 			}
@@ -346,7 +349,8 @@ func components(abs string) []string {
 	return c
 }
 
-// root resolves the declared export root beneath the workdir (contract §9): symlinks on it are
+// root resolves the declared export root beneath the workdir (docs/operator-guide.md,
+// "Containment classes and symlinks"): symlinks on it are
 // followed at every class, the result must be the canonical workdir or beneath it (a link
 // that steps out and comes straight back, such as out -> ../wd/real, is followed lexically
 // while outside), and the root may be the workdir itself. A root that does not exist or is not a directory is
@@ -371,7 +375,8 @@ func root(workdir Dir, workdirPath, declared string) (*Result, string, error) {
 	return r, path.Join(append([]string{workdirPath}, r.Path...)...), nil
 }
 
-// file resolves names beneath an export root by the class rule (contract §3.2) and requires
+// file resolves names beneath an export root by the class rule (docs/operator-guide.md,
+// "Containment classes and symlinks") and requires
 // a regular file: a directory, FIFO, socket or device is not_a_regular_file, and a final
 // target that is the root itself outside_root.
 func file(rootDir Dir, rootPath string, names []string, follow bool) (*Result, error) {
@@ -394,7 +399,8 @@ func file(rootDir Dir, rootPath string, names []string, follow bool) (*Result, e
 // returns.
 //
 // A missing root, a missing component and a non-directory where a directory is needed are
-// not_found; the other refusals are those of contract §3.2.
+// not_found; the other refusals are those of the class rule (docs/operator-guide.md,
+// "Containment classes and symlinks").
 func Open[F any](workdir Dir, workdirPath, declared string, names []string, follow bool, open func(*Result) (F, error)) (F, error) {
 	var zero F
 	rt, rootPath, err := root(workdir, workdirPath, declared)

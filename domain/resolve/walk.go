@@ -9,9 +9,9 @@ import (
 	"github.com/resplane/resplane/domain/refusal"
 )
 
-// Walk lists the export root declared beneath workdir (contract §4 and §9): it resolves the
-// root as Open does, then visits every listable regular file beneath it, depth first, in
-// bytewise order of the reported path.
+// Walk lists the export root declared beneath workdir (docs/http-api.md, "The listing"): it
+// resolves the root as Open does, then visits every listable regular file beneath it, depth
+// first, in bytewise order of the reported path.
 //
 // The reported path is relative to the root, "/"-separated, with every byte that is not part
 // of valid UTF-8 replaced by U+FFFD; the order is the order of those reported bytes. Each

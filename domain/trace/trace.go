@@ -1,4 +1,4 @@
-// Package trace defines the events resplane appends to trace.jsonl (contract §8) as ordered
+// Package trace defines the events resplane appends to trace.jsonl (docs/trace.md) as ordered
 // fields, so the schema — names, order and null rules — lives in one place and a sink only
 // has to encode it.
 package trace

@@ -50,8 +50,9 @@ var (
 	tooLong = strings.Repeat("n", 300)
 )
 
-// RunExportFS runs the ports.ExportFS contract (contract §3.2, §4 and §9) against the
-// filesystem build makes, for every containment class.
+// RunExportFS holds the filesystem build makes to the ports.ExportFS rules, for every
+// containment class (docs/operator-guide.md, "Containment classes and symlinks";
+// docs/http-api.md, "The listing").
 func RunExportFS(t *testing.T, build Builder) {
 	t.Run("OpenFile", func(t *testing.T) { runOpenFile(t, build) })
 	t.Run("Walk", func(t *testing.T) { runWalk(t, build) })

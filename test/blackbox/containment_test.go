@@ -98,7 +98,8 @@ var (
 	bbFollows        = map[string]bool{"advisory": true, "sealed": true}
 )
 
-// TestSymlinksAreDecidedByTheContainmentClass pins contract §3.2 and §9 for reads: under scoped
+// TestSymlinksAreDecidedByTheContainmentClass pins docs/operator-guide.md,
+// "Containment classes and symlinks", for reads: under scoped
 // any symlink on the path is symlink_refused (dangling and loops included); under sealed and
 // advisory symlinks are followed only while every step stays the root or beneath it (relative
 // and absolute links inside are served, a link that leaves, even to come back or to nothing,
@@ -196,7 +197,8 @@ func TestSymlinksAreDecidedByTheContainmentClass(t *testing.T) {
 	}
 }
 
-// TestListingOmitsWhatTheClassRefuses pins contract §4: under scoped every symlink is left out;
+// TestListingOmitsWhatTheClassRefuses pins docs/http-api.md, "The listing": under scoped every
+// symlink is left out;
 // under sealed and advisory a symlink to a regular file inside the root is listed under its own
 // path with the target's size, mtime and hash, while dangling links, loops, links leaving the
 // root, links to the root and to directories (never descended), FIFOs and sockets are left out.
@@ -251,9 +253,10 @@ func TestListingOmitsWhatTheClassRefuses(t *testing.T) {
 	}
 }
 
-// TestSymlinkedRootIsFollowedAtEveryClass pins contract §2 (E-CAP-007 accepts a symlinked root
-// that stays in the workdir) and §9 (symlinks on the declared root's own path are followed at
-// every class; the class rule governs only what lies beneath).
+// TestSymlinkedRootIsFollowedAtEveryClass pins docs/operator-guide.md: E-CAP-007 accepts a
+// symlinked root that stays in the workdir ("Launch checks"), and symlinks on the declared
+// root's own path are followed at every class; the class rule governs only what lies beneath
+// ("Containment classes and symlinks").
 func TestSymlinkedRootIsFollowedAtEveryClass(t *testing.T) {
 	for _, class := range []string{"advisory", "scoped", "sealed"} {
 		t.Run(class, func(t *testing.T) {
@@ -275,7 +278,8 @@ func TestSymlinkedRootIsFollowedAtEveryClass(t *testing.T) {
 	}
 }
 
-// TestRootRePointedOutsideTheWorkdirIsRefused pins contract §3.2 (beyond the reference): the
+// TestRootRePointedOutsideTheWorkdirIsRefused pins docs/operator-guide.md,
+// "Race-free resolution and its limits": the
 // canonical root is re-checked at every request, so a root replaced after launch by a symlink
 // out of the workdir refuses reads and listings with outside_root (traced, root ""), and a root
 // pointed back inside is served again.
@@ -327,7 +331,8 @@ func TestRootRePointedOutsideTheWorkdirIsRefused(t *testing.T) {
 	}
 }
 
-// TestUnreadableFileIsIOError pins contract §3.2 and §4: permission denied on the open is 500
+// TestUnreadableFileIsIOError pins docs/operator-guide.md, "Containment classes and symlinks":
+// permission denied on the open is 500
 // io_error (the message carries no path), and the listing silently leaves the file out.
 func TestUnreadableFileIsIOError(t *testing.T) {
 	var wrapper []string

@@ -29,7 +29,7 @@ func bbControlError(t testing.TB, status int, raw []byte, wantStatus int, code s
 	}
 }
 
-// TestControlAPIAnswersByTheInterface pins interface.md's control API: the socket is mode 0600
+// TestControlAPIAnswersByTheInterface pins docs/control-api.md: the socket is mode 0600
 // at <workdir>/.murmur/<session id>/control.sock; GET /v1/status has exactly session_id,
 // generation, containment, planes, tools, audience, url; GET /v1/tools lists no tool when none is
 // declared; an unknown route is 404 not_found, a wrong method 405 method_not_allowed, a body that
@@ -110,7 +110,8 @@ func TestControlAPIAnswersByTheInterface(t *testing.T) {
 	})
 }
 
-// TestCLITalksToTheControlSocket pins interface.md's client subcommands: status and task end
+// TestCLITalksToTheControlSocket pins docs/control-api.md, "Client subcommands": status and
+// task end
 // (default completed, --state failed/cancelled) print the whole answer as one JSON line and exit
 // 0, the socket taken from --control or RESPLANE_CONTROL (flag first); a refused state leaves
 // the generation unchanged; an unreachable socket is exit 1 with a clear message.
@@ -174,7 +175,8 @@ func TestCLITalksToTheControlSocket(t *testing.T) {
 	})
 }
 
-// TestControlSocketLifecycle pins interface.md and contract §9: a stale socket file nobody
+// TestControlSocketLifecycle pins docs/operator-guide.md, "The control socket": a stale socket
+// file nobody
 // answers on is replaced at launch; a second server on a live socket exits 1 and leaves the
 // first one answering; a socket path longer than sun_path works; SIGTERM exits 0 and removes
 // the socket.

@@ -12,7 +12,8 @@ import (
 	"github.com/resplane/resplane/test/harness"
 )
 
-// TestGenerationCountsTerminalTasksAndSelectsNothing pins contract §5 and §9: the generation
+// TestGenerationCountsTerminalTasksAndSelectsNothing pins docs/http-api.md, "The generation",
+// and docs/control-api.md: the generation
 // starts at 0, advances by one per POST /v1/tasks/terminal with any terminal state (answered
 // {"generation":N}), and is reported on reads, listings, refusals, traces and /v1/status; the
 // etag of an unchanged file stays the same across tasks; a missing, null, mistyped or unknown
@@ -91,7 +92,8 @@ func TestGenerationCountsTerminalTasksAndSelectsNothing(t *testing.T) {
 	})
 }
 
-// TestGenerationIsReadOncePerRequest pins contract §5: a request reads the generation once, at
+// TestGenerationIsReadOncePerRequest pins docs/http-api.md, "The generation": a request reads
+// the generation once, at
 // its start, and reports that one value everywhere, so while tasks complete concurrently every
 // listing's x-murmur-generation equals its body's generation, and the values seen never go
 // backwards for a single client.

@@ -29,10 +29,11 @@ func bbLaunchDir(t *testing.T, manifest string, files map[string]string) (string
 
 const bbPeerBlock = "exports:\n  peer_files:\n    root: handoff/\n"
 
-// TestLaunchRefusalsPrintTwoLinesExitTwoAndCreateNothing pins contract §2 and §9: each launch
+// TestLaunchRefusalsPrintTwoLinesExitTwoAndCreateNothing pins docs/operator-guide.md,
+// "Launch checks": each launch
 // check, in order (E-MAN-002, E-MAN-001, E-MAN-003, E-CAP-001, E-CAP-008, E-CAP-007), refuses
 // serve and check with exit 2, stderr exactly "error[CODE]: …" and "  hint: …" (no warning
-// line), the message naming what the contract requires, and nothing created on disk: no
+// line), the message naming the accepted form, and nothing created on disk: no
 // default or explicit workdir, no trace file, no socket.
 func TestLaunchRefusalsPrintTwoLinesExitTwoAndCreateNothing(t *testing.T) {
 	tests := []struct {
@@ -209,7 +210,8 @@ func TestLaunchRefusalsPrintTwoLinesExitTwoAndCreateNothing(t *testing.T) {
 	}
 }
 
-// TestLaunchAcceptsWhatTheChecksAllow pins contract §2: a symlinked root that stays inside the
+// TestLaunchAcceptsWhatTheChecksAllow pins docs/operator-guide.md, "Launch checks": a symlinked
+// root that stays inside the
 // workdir, a root or workdir that does not exist yet (the workdir is created), a sleeping
 // capsule with max_ttl 15m, and --after-task exit overriding a manifest's sleep all launch.
 func TestLaunchAcceptsWhatTheChecksAllow(t *testing.T) {
@@ -255,7 +257,8 @@ func TestLaunchAcceptsWhatTheChecksAllow(t *testing.T) {
 	}
 }
 
-// TestUnknownExportKeysWarnWSEC019 pins contract §1 and §9: an unknown key inside exports,
+// TestUnknownExportKeysWarnWSEC019 pins docs/manifest.md, "Unknown keys": an unknown key inside
+// exports,
 // exports.files, exports.peer_files or capabilities.peer_fetch is one W-SEC-019 warning line
 // naming the dotted key when the launch goes ahead; an unknown top-level key (or one in another
 // block) is silently ignored.
@@ -301,7 +304,8 @@ capabilities:
 	}
 }
 
-// TestCheckPrintsTheGrantsLineAndCreatesNothing pins interface.md `check`: one JSON line with the
+// TestCheckPrintsTheGrantsLineAndCreatesNothing pins docs/operator-guide.md, "resplane check":
+// one JSON line with the
 // effective grants, exactly the documented shape and key order (undeclared blocks null, absent
 // allow-lists [], max_ttl_secs 3600 by default), exit 0, nothing created (not even --workdir).
 func TestCheckPrintsTheGrantsLineAndCreatesNothing(t *testing.T) {
@@ -363,7 +367,8 @@ lifecycle:
 	}
 }
 
-// TestUsageErrorsExitTwoBeforeAnyManifestCheck pins interface.md and contract §9: an unknown
+// TestUsageErrorsExitTwoBeforeAnyManifestCheck pins docs/operator-guide.md, "Exit statuses": an
+// unknown
 // subcommand or flag, a bad flag value (from a flag, the environment or --config), --trace-parent
 // without --session-id and a bad --session-id exit 2 before any manifest check (no error[…]
 // diagnostic) and create nothing; --help exits 0.
@@ -423,7 +428,8 @@ func TestUsageErrorsExitTwoBeforeAnyManifestCheck(t *testing.T) {
 	}
 }
 
-// TestPortInUseExitsOneAndCreatesNothing pins contract §9: the TCP listener is bound before
+// TestPortInUseExitsOneAndCreatesNothing pins docs/operator-guide.md, "Exit statuses": the TCP
+// listener is bound before
 // anything is created on disk, so a port in use is exit 1 with no workdir, trace or socket.
 func TestPortInUseExitsOneAndCreatesNothing(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -487,7 +493,8 @@ func TestTheDefaultReadBudgetGrowsForALargeMaxBytes(t *testing.T) {
 	}
 }
 
-// TestReadyLinePathsAreAbsolute pins interface.md's ready line: control and trace are absolute
+// TestReadyLinePathsAreAbsolute pins docs/operator-guide.md, "The ready line": control and
+// trace are absolute
 // paths even when given relative, since scripts connect to them from anywhere.
 func TestReadyLinePathsAreAbsolute(t *testing.T) {
 	dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", ""), nil)
@@ -505,7 +512,8 @@ func TestReadyLinePathsAreAbsolute(t *testing.T) {
 	}
 }
 
-// TestARootSymlinkLoopLaunchesAndIsRefusedPerRequest pins contract §2 and §9: E-CAP-007 refuses
+// TestARootSymlinkLoopLaunchesAndIsRefusedPerRequest pins docs/operator-guide.md,
+// "Launch checks": E-CAP-007 refuses
 // only a root that resolves outside the workdir; a looping root resolves nowhere, so the launch
 // goes ahead and every request refuses it (a listing symlink_refused).
 func TestARootSymlinkLoopLaunchesAndIsRefusedPerRequest(t *testing.T) {

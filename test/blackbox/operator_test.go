@@ -31,7 +31,8 @@ var bbOperatorFiles = map[string]string{
 	"beside.txt":          "not under the root",
 }
 
-// TestListingIsRecursiveSortedBytewiseRegularFilesOnly pins contract §4: the listing body's keys
+// TestListingIsRecursiveSortedBytewiseRegularFilesOnly pins docs/http-api.md, "The listing":
+// the listing body's keys
 // in order (root verbatim, mode, max_bytes, generation, containment_achieved, entries), entries
 // sorted by the bytes of their path (a-b/x < a.txt < a/x < a<b&c>.txt, dotfiles and upper case
 // first), recursive, regular files only (a FIFO, a socket and directories left out), a file
@@ -100,7 +101,8 @@ func TestListingIsRecursiveSortedBytewiseRegularFilesOnly(t *testing.T) {
 	}
 }
 
-// TestReadServesTheBytesAndEveryValidatorHeader pins contract §3.3 and §4: a read answers 200
+// TestReadServesTheBytesAndEveryValidatorHeader pins docs/http-api.md, "Reading a file": a read
+// answers 200
 // application/octet-stream with content-length, etag "sha256:<hex>" (quotes included),
 // x-murmur-mtime-ms (the file's mtime), x-murmur-generation, x-murmur-containment and
 // x-murmur-export-root (verbatim); a file of exactly max_bytes is served, one byte more is 413
@@ -155,7 +157,8 @@ func TestReadServesTheBytesAndEveryValidatorHeader(t *testing.T) {
 	}
 }
 
-// TestRootThatDoesNotExistListsEmptyAndReadsNotFound pins contract §3.2 and §4: the root is
+// TestRootThatDoesNotExistListsEmptyAndReadsNotFound pins docs/http-api.md, "The listing", and
+// docs/operator-guide.md, "Containment classes and symlinks": the root is
 // resolved at every request, so a missing root lists 200 with entries [] (and the default
 // max_bytes 10485760) and reads not_found; a root created after launch is listed and served;
 // a root that is a regular file lists [] and reads not_found.
@@ -243,7 +246,8 @@ func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
 	}
 }
 
-// TestUndeclaredOperatorPlaneRefusesNoResourcePlane pins contract §4: without exports.files
+// TestUndeclaredOperatorPlaneRefusesNoResourcePlane pins docs/http-api.md, "Refusals": without
+// exports.files
 // both files routes answer 404 no_resource_plane (whatever the path), after the method check (a
 // non-GET is still 405), with x-murmur-generation and traced; the ready line and the agent card
 // report no plane.
@@ -284,7 +288,8 @@ func TestUndeclaredOperatorPlaneRefusesNoResourcePlane(t *testing.T) {
 	}
 }
 
-// TestListingSortsByTheReportedUTF8Path pins contract §9: a name that is not valid UTF-8 is
+// TestListingSortsByTheReportedUTF8Path pins docs/http-api.md, "The listing": a name that is
+// not valid UTF-8 is
 // reported with U+FFFD in place of its bad bytes, the body stays valid UTF-8, and entries are
 // sorted by the bytes of the reported path (so "\xff.txt", reported as "\uFFFD.txt", sorts before
 // "\uFFFF.txt", not after it as its raw bytes would); such a name cannot be read back (invalid

@@ -40,7 +40,7 @@ func bbSHA(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// bbETag is the etag the contract requires for body.
+// bbETag is the etag docs/http-api.md requires for body.
 func bbETag(body []byte) string { return `"sha256:` + bbSHA(body) + `"` }
 
 // bbDo sends one raw request and reads the response within deadline.
@@ -100,8 +100,8 @@ func bbWantKeys(t testing.TB, what string, raw []byte, want ...string) {
 	}
 }
 
-// bbEncode renders v as compact JSON without HTML escaping, the way the contract requires
-// every response body to be written.
+// bbEncode renders v as compact JSON without HTML escaping, the way docs/http-api.md says every
+// response body is written.
 func bbEncode(v any) string {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -191,8 +191,8 @@ func bbNoPlaneHeaders(t testing.TB, r harness.Response) {
 	}
 }
 
-// bbServed asserts a 200 read on the operator plane serving want, with every header the
-// contract requires.
+// bbServed asserts a 200 read on the operator plane serving want, with every header
+// docs/http-api.md lists.
 func bbServed(t testing.TB, r harness.Response, want []byte, gen int, class, root string) {
 	t.Helper()
 	if r.Status != 200 {

@@ -29,7 +29,8 @@ var bbRoutingCapsule = harness.Capsule{
 	},
 }
 
-// TestRawTargetIsLoweredByTheContractNeverByGo pins contract §3 and §3.1: the read path is the
+// TestRawTargetIsLoweredByTheContractNeverByGo pins docs/http-api.md, "Routing" and
+// "Lowering a path": the read path is the
 // raw target after /resources/files/, percent-decoded once (a bad escape kept literally, %2F a
 // separator, no second pass), refused outside_root when empty/absolute/NUL/invalid UTF-8 or when
 // a component is "", "." or "..", with one trailing slash dropped, a backslash ordinary and the
@@ -118,7 +119,8 @@ func TestRawTargetIsLoweredByTheContractNeverByGo(t *testing.T) {
 	})
 }
 
-// TestEveryMethodButGETIsRefused405 pins contract §3 and §4: every method other than the exact
+// TestEveryMethodButGETIsRefused405 pins docs/http-api.md, "Routing" and "Refusals": every
+// method other than the exact
 // GET (HEAD, OPTIONS and lowercase get included) on any /resources/ route answers 405
 // method_not_allowed with allow: GET; on a files route it carries x-murmur-generation and is
 // traced, on the peer plane and on an unknown route it carries no plane header and is not
@@ -182,7 +184,8 @@ func TestEveryMethodButGETIsRefused405(t *testing.T) {
 	})
 }
 
-// TestUnknownResourcesRouteIsNotFoundUntraced pins contract §3: a /resources/... target that no
+// TestUnknownResourcesRouteIsNotFoundUntraced pins docs/http-api.md, "Routing": a
+// /resources/... target that no
 // plane owns (decided on the raw target, by whole segments) answers GET with 404 not_found in
 // the operator plane's wording, no plane header, no trace; an encoded route name never reaches
 // a plane.
@@ -214,7 +217,8 @@ func TestUnknownResourcesRouteIsNotFoundUntraced(t *testing.T) {
 	}
 }
 
-// TestPathsOutsideResourcesAreBare404 pins contract §3 and §9: /resources without a slash and
+// TestPathsOutsideResourcesAreBare404 pins docs/http-api.md, "Routing": /resources without a
+// slash and
 // every path that is neither under /resources/ nor the agent card answer a bare 404 with an
 // empty body, no JSON and no plane header, untraced.
 func TestPathsOutsideResourcesAreBare404(t *testing.T) {
@@ -260,7 +264,8 @@ func bbBare404(t testing.TB, r harness.Response) {
 	bbNoPlaneHeaders(t, r)
 }
 
-// TestAgentCardIsServedOnlyToGET pins contract §7.1 and §9: the card answers GET (the query cut
+// TestAgentCardIsServedOnlyToGET pins docs/http-api.md, "The agent card": the card answers GET
+// (the query cut
 // first) with 200 application/json carrying name, version, url, protocolVersion 0.3.0,
 // session_id and serves.planes; any other method on its path is the bare 404.
 func TestAgentCardIsServedOnlyToGET(t *testing.T) {
@@ -304,7 +309,8 @@ func TestAgentCardIsServedOnlyToGET(t *testing.T) {
 	}
 }
 
-// TestEveryResourcesResponseClosesTheConnection pins contract §3: every response under
+// TestEveryResourcesResponseClosesTheConnection pins docs/http-api.md, "Routing": every
+// response under
 // /resources/ carries connection: close and content-length, whatever the client asked for
 // (HTTP/1.0, keep-alive), and the server does close the connection.
 func TestEveryResourcesResponseClosesTheConnection(t *testing.T) {
@@ -332,7 +338,8 @@ func TestEveryResourcesResponseClosesTheConnection(t *testing.T) {
 	}
 }
 
-// TestSlowHeaderConnectionIsClosed pins contract §9 (--read-header-timeout): a connection that
+// TestSlowHeaderConnectionIsClosed pins --read-header-timeout (docs/operator-guide.md,
+// "Memory and connection bounds"): a connection that
 // has not sent its whole request header by then is closed without an answer from a plane.
 func TestSlowHeaderConnectionIsClosed(t *testing.T) {
 	c := bbRoutingCapsule

@@ -18,8 +18,9 @@ import (
 	"github.com/resplane/resplane/test/harness"
 )
 
-// TestRenameIntoPlaceWriterIsNeverReadTorn pins contract §3.3 ("Writing files an external reader
-// will read"): while a writer renames finished temp files of two different sizes over
+// TestRenameIntoPlaceWriterIsNeverReadTorn pins docs/operator-guide.md,
+// "Writing files that are read while you write them": while a writer renames finished temp
+// files of two different sizes over
 // out/live.txt, 2000 reads each answer 200 with exactly one whole version whose etag, trace
 // bytes and content-length describe that body, and concurrent listings report a size and a
 // sha256 that belong to one and the same version (one open per entry).
@@ -76,8 +77,8 @@ func TestRenameIntoPlaceWriterIsNeverReadTorn(t *testing.T) {
 				case err != nil:
 					errs <- err
 				case status != 200:
-					// The contract promises a reader of a rename-into-place writer one whole
-					// version: a refusal is not one.
+					// docs/operator-guide.md promises a reader of a rename-into-place writer
+					// one whole version: a refusal is not one.
 					errs <- fmt.Errorf("status %d during a rename-into-place writer, want 200 with one whole version: %s", status, body)
 				case h.Get("Etag") != bbETag(body):
 					errs <- fmt.Errorf("etag %s does not describe the %d-byte body", h.Get("Etag"), len(body))
@@ -171,7 +172,8 @@ type bbSwapAttack struct {
 	holdsDir string   // the directory both names live in, relative to the workdir
 }
 
-// TestSwapAttackerNeverLeaksOutsideBytes pins contract §3.2 (beyond the reference) and §9: while
+// TestSwapAttackerNeverLeaksOutsideBytes pins docs/operator-guide.md,
+// "Race-free resolution and its limits": while
 // an attacker atomically exchanges (RENAME_EXCHANGE) a directory inside the root with a symlink
 // to a directory outside the workdir holding the same names (absolute or relative link, or the
 // export root itself with such a symlink), thousands of reads and listings at every class never

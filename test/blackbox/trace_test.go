@@ -14,8 +14,9 @@ import (
 	"github.com/resplane/resplane/test/harness"
 )
 
-// TestTraceSessionStartFirstAndSessionEndLast pins interface.md's trace lines of our own and
-// contract §8: session_start is the first line (envelope event_type, event_id, parent_id null,
+// TestTraceSessionStartFirstAndSessionEndLast pins docs/trace.md ("The envelope",
+// "session_start", "session_end"): session_start is the first line (envelope event_type,
+// event_id, parent_id null,
 // session_id, timestamp; then capsule, version, containment_achieved, planes, tools, workdir);
 // every other event is parented on it and shares its session id; event ids are unique
 // evt_<uuidv7>; session_end (generation, reason "signal") is the last line after SIGTERM; no
@@ -103,7 +104,8 @@ func TestTraceSessionStartFirstAndSessionEndLast(t *testing.T) {
 	})
 }
 
-// TestTraceJoinsARuntimeSession pins interface.md --session-id/--trace-parent: with both, no
+// TestTraceJoinsARuntimeSession pins --session-id/--trace-parent (docs/trace.md,
+// "Joining a runtime's session"): with both, no
 // session_start or session_end of our own is written and every event carries the given
 // session id and parent; with --session-id alone we start (and end) the session under that id.
 func TestTraceJoinsARuntimeSession(t *testing.T) {
@@ -155,7 +157,8 @@ func TestTraceJoinsARuntimeSession(t *testing.T) {
 	}
 }
 
-// TestTraceLinesStayWholeUnderConcurrency pins contract §8: each line is written whole with a
+// TestTraceLinesStayWholeUnderConcurrency pins docs/trace.md, "Write guarantees": each line is
+// written whole with a
 // single append, so 200 concurrent requests of every kind leave exactly 200 parseable lines,
 // one per request, with the right outcome counts.
 func TestTraceLinesStayWholeUnderConcurrency(t *testing.T) {
@@ -222,7 +225,8 @@ func TestTraceLinesStayWholeUnderConcurrency(t *testing.T) {
 	}
 }
 
-// TestUnwritableTraceNeverStopsARequest pins contract §8: a trace that cannot be written
+// TestUnwritableTraceNeverStopsARequest pins docs/trace.md, "Write guarantees": a trace that
+// cannot be written
 // (here /dev/full, every write ENOSPC) never stops a request from being answered; the failure
 // is logged on stderr.
 func TestUnwritableTraceNeverStopsARequest(t *testing.T) {

@@ -58,8 +58,9 @@ func editPayload(t *testing.T, token string, edit func(map[string]any)) string {
 	return string(raw)
 }
 
-// TestRedeemBindsTheHandleToOneAudienceAndOneInstance pins brief "Audience binding" and
-// contract §6 steps 6–9 and §6.2: a third capsule, a wrong audience, a tampered payload or MAC
+// TestRedeemBindsTheHandleToOneAudienceAndOneInstance pins docs/peer-plane.md ("What the
+// binding proves", "Redeem" steps 6–9, "The minting key"): a third capsule, a wrong audience, a
+// tampered payload or MAC
 // and a handle of an earlier process of the same capsule over the same workdir all get one
 // byte-identical 403 handle_not_valid (nothing after the MAC is evaluated first, so a tampered
 // payload that escapes the root, is expired or is not JSON answers the same); an expired handle

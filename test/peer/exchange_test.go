@@ -27,10 +27,10 @@ type stored struct {
 }
 
 // TestPeerHandoffMintFetchRedeemEndToEnd pins the whole hand-off between two real capsules
-// (brief "Peer plane", contract §6, §7.3, §7.4, §8): A mints for B through its control API and
+// (docs/peer-plane.md, docs/trace.md): A mints for B through its control API and
 // through the CLI, B fetches through its own, and the file lands byte-identical under
 // peer-in/<handle_id>-<basename> with no temp file left; the three trace events share one
-// handle_id and have exactly the §8 fields in order with the null rules.
+// handle_id and have exactly the fields of docs/trace.md in order with the null rules.
 func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 	t.Parallel()
 	a := startMinter(t)

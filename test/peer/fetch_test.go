@@ -44,7 +44,8 @@ func hijacked(raw string) http.HandlerFunc {
 	}
 }
 
-// TestFetchPeerFileRefusesAndStoresSafely pins contract §7.4 and §9 with fake peers in the test
+// TestFetchPeerFileRefusesAndStoresSafely pins docs/peer-plane.md, "fetch-peer-file", with fake
+// peers in the test
 // process: the allow-list is checked before any connection; a handle with a character outside
 // [A-Za-z0-9._-] is invalid_input and untraced; an etag that does not describe the body, a
 // redirect, a non-200 (its JSON error code, else http_<status>), a body over the receive limit

@@ -1,4 +1,4 @@
-// Package peer_test is the black-box suite of the peer plane (contract §6, §7, §8, §9): real
+// Package peer_test is the black-box suite of the peer plane (docs/peer-plane.md): real
 // resplane processes on loopback, raw HTTP over TCP to their listeners, their control sockets,
 // the CLI, and fake peers (net/http/httptest) inside the test process.
 //
@@ -32,7 +32,8 @@ import (
 	"github.com/resplane/resplane/test/harness"
 )
 
-// tokenPattern is what a handle token looks like anywhere it could leak (contract §9).
+// tokenPattern is what a handle token looks like anywhere it could leak (docs/trace.md,
+// "Redaction").
 var tokenPattern = regexp.MustCompile(`mh1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
 
 // registry holds, for the final leak scan, a snapshot of every process the suite started
@@ -58,7 +59,7 @@ func remember(name, text string) {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if leaks, scanned := scanForTokens(); len(leaks) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: a handle token leaked (contract §6.1, §8, §9: no token in any trace or log line):\n%s\n",
+		fmt.Fprintf(os.Stderr, "FAIL: a handle token leaked (docs/trace.md, Redaction: no token in any trace or log line):\n%s\n",
 			strings.Join(leaks, "\n"))
 		code = 1
 	} else if code == 0 {
@@ -441,7 +442,7 @@ func rawLines(events []event) string {
 	return b.String()
 }
 
-// The field lists of contract §8, after the envelope.
+// The field lists of docs/trace.md, "Events", after the envelope.
 var (
 	envelopeKeys = []string{"event_type", "event_id", "parent_id", "session_id", "timestamp"}
 	mintKeys     = []string{"handle_id", "path", "audience", "expires_at_ms", "outcome", "reason"}
@@ -451,8 +452,8 @@ var (
 
 var eventIDPattern = regexp.MustCompile(`^evt_[0-9a-f]{32}$`)
 
-// requireShape checks e's envelope (§8: order, ids, parent = session_start) and that its fields
-// are exactly fields in order, and the outcome/reason rule.
+// requireShape checks e's envelope (docs/trace.md, "The envelope": order, ids, parent =
+// session_start) and that its fields are exactly fields in order, and the outcome/reason rule.
 func requireShape(t *testing.T, p *harness.Process, e event, fields []string, outcome string) {
 	t.Helper()
 	want := append(slices.Clone(envelopeKeys), fields...)
@@ -483,7 +484,8 @@ func requireShape(t *testing.T, p *harness.Process, e event, fields []string, ou
 	}
 }
 
-// requireReason requires e's reason to be exactly the message the caller received (§8).
+// requireReason requires e's reason to be exactly the message the caller received
+// (docs/trace.md).
 func requireReason(t *testing.T, e event, message string) {
 	t.Helper()
 	if e.M["reason"] != message {
@@ -527,7 +529,7 @@ func requireField(t *testing.T, e event, key string, want any) {
 
 var b64 = base64.RawURLEncoding
 
-// handleID is the first 16 hex characters of sha256(token) (contract §6.1).
+// handleID is the first 16 hex characters of sha256(token) (docs/peer-plane.md, "The handle").
 func handleID(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:8])

@@ -10,7 +10,7 @@ import (
 	"github.com/resplane/resplane/test/harness"
 )
 
-// TestNoHandleTokenReachesATraceOrLog pins contract §6.1, §8 and §9 "Trace and redaction": a
+// TestNoHandleTokenReachesATraceOrLog pins docs/trace.md, "Redaction": a
 // token pushed through every place it could surface — redeem targets (served, refused, 405, a
 // query, the files route), share-file paths, fetch-peer-file peers, a shared file whose name
 // looks like a token, a peer's error code — never appears in a trace line or a log line of

@@ -30,7 +30,8 @@ func nonCanonicalTail(t *testing.T, seg string) string {
 	return seg[:len(seg)-1] + string(b64Alphabet[last|1])
 }
 
-// TestRedeemRunsTheChecksInContractOrder pins contract §6's check order and answer shapes on raw
+// TestRedeemRunsTheChecksInContractOrder pins the check order and answer shapes of
+// docs/peer-plane.md, "Redeem", on raw
 // requests to the real listener: the method (405, allow: GET) and the bare route (404
 // not_found) answer first, untraced and without plane headers; then the declaration
 // (no_peer_plane), the token's shape (malformed_handle), the audience header (missing_audience:
@@ -223,8 +224,8 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 		if r := redeem(t, a, h.Handle, "x-murmur-audience: äRGER@LOCALHOST:9"); r.Status != 200 {
 			t.Fatalf("ASCII letters in upper case: %d %q, want 200", r.Status, r.Body)
 		}
-		// Contract §6 step 5: trimmed and ASCII-lowercased. Ä is not ASCII, so it stays
-		// upper-case and the audience is not the one the handle was minted for.
+		// Redeem step 5 (docs/peer-plane.md): trimmed and ASCII-lowercased. Ä is not ASCII, so
+		// it stays upper-case and the audience is not the one the handle was minted for.
 		r := redeem(t, a, h.Handle, "x-murmur-audience: ÄRGER@LOCALHOST:9")
 		requireRefusal(t, r, http.StatusForbidden, "handle_not_valid", h.HandleID)
 		requireField(t, lastEventFor(t, a, "peer_handle_redeem", "handle_id", h.HandleID), "audience_asserted", "Ärger@localhost:9")

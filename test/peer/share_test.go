@@ -14,7 +14,7 @@ import (
 	"github.com/resplane/resplane/test/harness"
 )
 
-// The input schemas of interface.md.
+// The input schemas of docs/control-api.md, "GET /v1/tools".
 const (
 	shareSchema = `{"type":"object","properties":{"path":{"type":"string"},"peer":{"type":"string"},"ttl":{"type":"string"}},"required":["path","peer"]}`
 	fetchSchema = `{"type":"object","properties":{"peer":{"type":"string"},"handle":{"type":"string"}},"required":["peer","handle"]}`
@@ -29,12 +29,13 @@ capabilities:
     allow: ["127.0.0.1"]
 `
 
-// TestShareFileRefusesInContractOrder pins contract §7.3 through the control API: invalid
+// TestShareFileRefusesInContractOrder pins docs/peer-plane.md, "share-file", through the
+// control API: invalid
 // input is invalid_input and untraced; a peer outside capabilities.network.allow is
 // peer_unreachable with audience "" and receives no connection; an unreachable peer or an
 // unusable card is peer_unreachable with audience ""; path refusals come after the card and are
 // traced with the derived audience; ttl is clamped to max_ttl; and each tool exists only when
-// its grant is declared, with interface.md's input schema.
+// its grant is declared, with the input schema of docs/control-api.md.
 func TestShareFileRefusesInContractOrder(t *testing.T) {
 	t.Parallel()
 	a := startMinter(t)

@@ -22,7 +22,7 @@ import (
 
 const (
 	// DefaultReadHeaderTimeout is how long a client may take to send its whole request header
-	// (contract §9, --read-header-timeout).
+	// (--read-header-timeout; docs/operator-guide.md, "Memory and connection bounds").
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultWriteTimeout bounds the answer to one request, from the end of its header to the
 	// last byte written: enough for a 10 MiB body at about 175 KiB/s. A deployment serving
@@ -53,7 +53,8 @@ type Options struct {
 //   - one request per connection, which rawtarget relies on: srv.Handler is wrapped so that
 //     every response carries "Connection: close" and net/http closes after it. Keep-alive is
 //     deliberately left enabled in net/http itself, because with it disabled net/http strips
-//     the header from HTTP/1.0 responses, and the contract wants it on every response;
+//     the header from HTTP/1.0 responses, and every response must carry it (docs/decisions.md,
+//     "`Connection: close` on every response of the resource listener");
 //   - no general "OPTIONS *" handler: that request gets the handler's answer (a bare 404),
 //     not net/http's built-in 200;
 //   - ReadHeaderTimeout: a connection that has not sent its whole header in time is closed;

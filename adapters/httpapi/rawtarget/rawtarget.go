@@ -1,7 +1,7 @@
 // Package rawtarget lets an HTTP/1.1 handler see the request target exactly as the client sent
 // it, including targets that net/http would otherwise refuse with a plain-text 400 before any
-// handler runs (contract §3: "a request target that Go's net/http would reject ... must still
-// reach our rules").
+// handler runs, so that such a target still reaches our rules (docs/http-api.md,
+// "The raw-target repair").
 //
 // # How
 //
@@ -27,12 +27,12 @@
 //
 //   - Repaired: in the path of an origin-form target, every "%" not followed by two hex digits
 //     (either case) becomes "%25". net/http then decodes it back to the same literal "%", which
-//     is contract §3.1's rule ("anything else is kept literally"), so even the decoded
-//     r.URL.Path agrees with the contract. Valid escapes, including "%25", are left as they
-//     are.
+//     is our lowering rule ("anything else is kept literally", docs/http-api.md,
+//     "Lowering a path"), so even the decoded r.URL.Path agrees with it. Valid escapes,
+//     including "%25", are left as they are.
 //   - Not repaired: control bytes. A NUL or a tab inside the target is not a valid HTTP/1.1
-//     request-target, and contract §9 lets such a request get a bare 400 (as it lets a raw
-//     space, which net/http reads as a malformed request line).
+//     request-target, and such a request may get a bare 400 (as may a raw space, which net/http
+//     reads as a malformed request line; docs/http-api.md, "The raw-target repair").
 //   - Not repaired: targets that do not start with "/" ("*", absolute-form "http://h/p",
 //     authority-form). None of them can name one of our routes, which are matched on the raw
 //     origin-form path, so repairing them would only turn net/http's 400 into our bare 404.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -180,7 +181,7 @@ func TestCLITalksToTheControlSocket(t *testing.T) {
 // the socket.
 func TestControlSocketLifecycle(t *testing.T) {
 	manifestFor := func(t *testing.T) (string, string) {
-		dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", ""), map[string]string{"wd/out/a.txt": "A"})
+		dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", ""), fixture.Layout{"wd/out/a.txt": "A"})
 		return dir, manifest
 	}
 	t.Run("stale socket file is replaced", func(t *testing.T) {

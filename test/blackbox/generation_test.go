@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -20,7 +21,7 @@ import (
 // with the same etag.
 func TestGenerationCountsTerminalTasksAndSelectsNothing(t *testing.T) {
 	const content = "stable content\n"
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{"out/a.txt": content}})
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{"out/a.txt": content}})
 	s := bbSessionOf(t, p.Ready)
 	sock := p.Ready.Control
 
@@ -96,7 +97,7 @@ func TestGenerationCountsTerminalTasksAndSelectsNothing(t *testing.T) {
 // listing's x-murmur-generation equals its body's generation, and the values seen never go
 // backwards for a single client.
 func TestGenerationIsReadOncePerRequest(t *testing.T) {
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{"out/a.txt": "A"}})
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{"out/a.txt": "A"}})
 	sock := p.Ready.Control
 	stop := make(chan struct{})
 	done := make(chan error, 1)

@@ -1,22 +1,21 @@
 package blackbox_test
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
 // bbOperatorFiles is the export root's content for the listing and read tables (max_bytes 16).
-var bbOperatorFiles = map[string]string{
+var bbOperatorFiles = fixture.Layout{
 	"out/.hidden":         "dot",
 	"out/B.txt":           "upper",
 	"out/a/x":             "in a",
@@ -40,18 +39,8 @@ var bbOperatorFiles = map[string]string{
 func TestListingIsRecursiveSortedBytewiseRegularFilesOnly(t *testing.T) {
 	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", "16"), Files: bbOperatorFiles})
 	s := bbSessionOf(t, p.Ready)
+	fixture.Write(t, p.Workdir, fixture.Layout{"out/fifo|": "", "out/sock=": "", "out/emptier/": ""})
 	out := filepath.Join(p.Workdir, "out")
-	if err := syscall.Mkfifo(filepath.Join(out, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("unix", filepath.Join(out, "sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	if err := os.MkdirAll(filepath.Join(out, "emptier"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	mtimes := map[string]int64{}
 	base := int64(1787577327015)
 	var wantPaths []string
@@ -160,7 +149,7 @@ func TestReadServesTheBytesAndEveryValidatorHeader(t *testing.T) {
 // max_bytes 10485760) and reads not_found; a root created after launch is listed and served;
 // a root that is a regular file lists [] and reads not_found.
 func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("data/out", ""), Files: map[string]string{"other.txt": "x"}})
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("data/out", ""), Files: fixture.Layout{"other.txt": "x"}})
 	s := bbSessionOf(t, p.Ready)
 	root := filepath.Join(p.Workdir, "data/out")
 	steps := []struct {
@@ -172,15 +161,10 @@ func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
 	}{
 		{"missing root", func(*testing.T) {}, []string{}, "", ""},
 		{"root created after launch", func(t *testing.T) {
-			harness.Layout(t, root, map[string]string{"a.txt": "created later"})
+			fixture.Write(t, p.Workdir, fixture.Layout{"data/out/a.txt": "created later"})
 		}, []string{"a.txt"}, "created later", ""},
 		{"root replaced by a regular file", func(t *testing.T) {
-			if err := os.RemoveAll(root); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(root, []byte("a file"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			fixture.Write(t, p.Workdir, fixture.Layout{"data/out": "a file"})
 		}, []string{}, "", ""},
 		{"root removed again", func(t *testing.T) {
 			if err := os.Remove(root); err != nil {
@@ -188,20 +172,10 @@ func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
 			}
 		}, []string{}, "", ""},
 		{"root's parent is a regular file (ENOTDIR)", func(t *testing.T) {
-			data := filepath.Dir(root)
-			if err := os.Remove(data); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(data, []byte("a file"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			fixture.Write(t, p.Workdir, fixture.Layout{"data": "a file"})
 		}, []string{}, "", ""},
 		{"root is a symlink loop", func(t *testing.T) {
-			data := filepath.Dir(root)
-			if err := os.Remove(data); err != nil {
-				t.Fatal(err)
-			}
-			harness.Layout(t, data, map[string]string{"out": "-> out"})
+			fixture.Write(t, p.Workdir, fixture.Layout{"data/": "", "data/out -> out": ""})
 		}, nil, "", "symlink_refused"},
 	}
 	for _, step := range steps {
@@ -248,7 +222,7 @@ func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
 // non-GET is still 405), with x-murmur-generation and traced; the ready line and the agent card
 // report no plane.
 func TestUndeclaredOperatorPlaneRefusesNoResourcePlane(t *testing.T) {
-	p := harness.Start(t, harness.Capsule{Manifest: "name: bare\n", Files: map[string]string{"out/a.txt": "A"}})
+	p := harness.Start(t, harness.Capsule{Manifest: "name: bare\n", Files: fixture.Layout{"out/a.txt": "A"}})
 	s := bbSessionOf(t, p.Ready)
 	if len(p.Ready.Planes) != 0 || p.Ready.Planes == nil {
 		t.Errorf("ready planes %v, want []", p.Ready.Planes)
@@ -290,7 +264,7 @@ func TestUndeclaredOperatorPlaneRefusesNoResourcePlane(t *testing.T) {
 // "\uFFFF.txt", not after it as its raw bytes would); such a name cannot be read back (invalid
 // UTF-8 is outside_root).
 func TestListingSortsByTheReportedUTF8Path(t *testing.T) {
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{
 		"out/z.txt": "z", "out/\xff.txt": "bad", "out/\uffff.txt": "max", "out/é.txt": "e", "out/dir\xfe/x": "x",
 	}})
 	r := bbGet(t, p.Ready.Listen, "/resources/files")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -18,7 +19,7 @@ import (
 // that only a literal reading of a bad escape reaches, and a secret beside the root.
 var bbRoutingCapsule = harness.Capsule{
 	Manifest: bbFilesManifest("out/", ""),
-	Files: map[string]string{
+	Files: fixture.Layout{
 		"out/report.md":     "# report\n",
 		"out/dir/report.md": "nested\n",
 		"out/100%":          "hundred",

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -30,7 +31,7 @@ func TestRenameIntoPlaceWriterIsNeverReadTorn(t *testing.T) {
 	}
 	byHash := map[string][]byte{bbSHA(versions[0]): versions[0], bbSHA(versions[1]): versions[1]}
 	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""),
-		Files: map[string]string{"out/live.txt": string(versions[0])}})
+		Files: fixture.Layout{"out/live.txt": string(versions[0])}})
 	s := bbSessionOf(t, p.Ready)
 	live := filepath.Join(p.Workdir, "out/live.txt")
 
@@ -204,7 +205,7 @@ func bbRunSwapAttack(t *testing.T, class string, attack bbSwapAttack) {
 	p := harness.Start(t, harness.Capsule{
 		Manifest: bbFilesManifest("out/", ""),
 		Args:     []string{"--containment", class},
-		Files: map[string]string{
+		Files: fixture.Layout{
 			"out/f.txt":     bbSwapInside,
 			"out/d/f.txt":   bbSwapInside,
 			"out/d/e/f.txt": bbSwapInside,
@@ -212,20 +213,17 @@ func bbRunSwapAttack(t *testing.T, class string, attack bbSwapAttack) {
 	})
 	s := bbSessionOf(t, p.Ready)
 	outside := filepath.Join(p.Dir, "outside")
-	harness.Layout(t, outside, map[string]string{
-		"f.txt": bbSwapSecret, "e/f.txt": bbSwapSecret, "d/f.txt": bbSwapSecret, "d/e/f.txt": bbSwapSecret,
+	fixture.Write(t, p.Workdir, fixture.Layout{
+		"../outside/f.txt":              bbSwapSecret,
+		"../outside/e/f.txt":            bbSwapSecret,
+		"../outside/d/f.txt":            bbSwapSecret,
+		"../outside/d/e/f.txt":          bbSwapSecret,
+		"out/evil-abs -> " + outside:    "",
+		"out/evil-rel -> ../../outside": "",
+		"out/d/evil -> " + outside:      "",
+		"out-evil -> " + outside:        "",
 	})
 	wd := p.Workdir
-	for link, target := range map[string]string{
-		"out/evil-abs": outside,
-		"out/evil-rel": "../../outside",
-		"out/d/evil":   outside,
-		"out-evil":     outside,
-	} {
-		if err := os.Symlink(target, filepath.Join(wd, link)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Exchange by names relative to a descriptor of the directory holding both, so the attacker
 	// itself never follows the symlink it is moving.
 	holder, err := os.Open(filepath.Join(wd, attack.holdsDir))

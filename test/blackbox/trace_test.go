@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -24,7 +25,7 @@ func TestTraceSessionStartFirstAndSessionEndLast(t *testing.T) {
 	const secret = "file-content-must-not-be-traced"
 	p := harness.Start(t, harness.Capsule{
 		Manifest: "name: reporter\nversion: 1.0\nexports:\n  files:\n    root: out/\n    mode: read-only\n",
-		Files:    map[string]string{"out/a.txt": secret},
+		Files:    fixture.Layout{"out/a.txt": secret},
 		Args:     []string{"--containment", "sealed"},
 	})
 	s := bbSessionOf(t, p.Ready)
@@ -120,7 +121,7 @@ func TestTraceJoinsARuntimeSession(t *testing.T) {
 			if tc.parent != "" {
 				args = append(args, "--trace-parent", tc.parent)
 			}
-			p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{"out/a.txt": "A"}, Args: args})
+			p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{"out/a.txt": "A"}, Args: args})
 			if p.Ready.SessionID != tc.sessionID {
 				t.Errorf("ready session_id %q, want %q", p.Ready.SessionID, tc.sessionID)
 			}
@@ -161,7 +162,7 @@ func TestTraceJoinsARuntimeSession(t *testing.T) {
 func TestTraceLinesStayWholeUnderConcurrency(t *testing.T) {
 	big := strings.Repeat("0123456789", 5000)
 	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""),
-		Files: map[string]string{"out/a.txt": "A", "out/big.bin": big, "out/dir/b.txt": "B"}})
+		Files: fixture.Layout{"out/a.txt": "A", "out/big.bin": big, "out/dir/b.txt": "B"}})
 	s := bbSessionOf(t, p.Ready)
 	mark := len(bbTraceLines(t, s.trace))
 	targets := []struct {
@@ -229,7 +230,7 @@ func TestUnwritableTraceNeverStopsARequest(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full on this system")
 	}
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{"out/a.txt": "A"},
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{"out/a.txt": "A"},
 		Args: []string{"--trace", "/dev/full"}})
 	bbServed(t, bbGet(t, p.Ready.Listen, "/resources/files/a.txt"), []byte("A"), 0, "advisory", "out/")
 	bbDecodeListing(t, bbGet(t, p.Ready.Listen, "/resources/files"), 0, "advisory", "out/")

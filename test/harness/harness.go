@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/resplane/resplane/adapters/control"
+	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
 var (
@@ -61,9 +62,9 @@ func Binary(t testing.TB) string {
 type Capsule struct {
 	// Manifest is the murmur.yaml text.
 	Manifest string
-	// Files maps workdir-relative paths to contents; a value of the form "-> target" makes a
-	// symlink instead. Directories are created as needed.
-	Files map[string]string
+	// Files is the workdir's layout, in the fixture language: $WD in a symlink's target stands
+	// for the workdir, and "../" entries land beside it.
+	Files fixture.Layout
 	// Args are extra serve flags.
 	Args []string
 	// Env is extra environment, "KEY=value".
@@ -145,28 +146,8 @@ func WriteCapsule(t testing.TB, c Capsule) (dir, manifestPath, workdir string) {
 	if err := os.MkdirAll(workdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	Layout(t, workdir, c.Files)
+	fixture.Write(t, workdir, c.Files)
 	return dir, manifestPath, workdir
-}
-
-// Layout creates files and symlinks under base: a value "-> target" is a symlink.
-func Layout(t testing.TB, base string, files map[string]string) {
-	t.Helper()
-	for rel, content := range files {
-		path := filepath.Join(base, rel)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if target, ok := strings.CutPrefix(content, "-> "); ok {
-			if err := os.Symlink(target, path); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // Start launches serve over c (workdir <dir>/wd, listening on 127.0.0.1:0) and waits for the

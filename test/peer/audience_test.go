@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -172,10 +173,8 @@ func TestRedeemBindsTheHandleToOneAudienceAndOneInstance(t *testing.T) {
 	})
 
 	t.Run("idempotent and always the current bytes", func(t *testing.T) {
+		fixture.Write(t, a.Ready.Workdir, fixture.Layout{"out/handoff/rewrite.md": "version one\n"})
 		path := filepath.Join(a.Ready.Workdir, "out", "handoff", "rewrite.md")
-		if err := os.WriteFile(path, []byte("version one\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
 		h := mint(t, a, b.Ready.Listen, "rewrite.md")
 		first := redeem(t, a, h.Handle, aud(b.Ready.Audience))
 		again := redeem(t, a, h.Handle, aud(b.Ready.Audience))

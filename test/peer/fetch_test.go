@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
 // status answers with code, the given content type and body.
@@ -369,7 +371,7 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 		inboxDir := filepath.Join(b.Ready.Workdir, "peer-in")
 		elsewhere := t.TempDir()
 		must(t, os.Rename(inboxDir, inboxDir+".real"))
-		must(t, os.Symlink(elsewhere, inboxDir))
+		fixture.Write(t, b.Ready.Workdir, fixture.Layout{"peer-in -> " + elsewhere: ""})
 		token := forgeFor("report.md")
 		f.handle(token, serveBytes([]byte(body)))
 		refusalOf(t, fetch(t, b, f.Addr(), token), http.StatusUnprocessableEntity, "io_error")

@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -155,13 +156,13 @@ exports:
 )
 
 // minterFiles is the workdir layout of manifestMinter capsules.
-func minterFiles() map[string]string {
-	return map[string]string{
-		"out/handoff/report.md":    "# report\nbinary: \x00\x01\xfe\xff\n",
-		"out/handoff/sub/deep.txt": "deep\n",
-		"out/handoff/alias.md":     "-> report.md",
-		"out/handoff/link-out.md":  "-> ../secret.md",
-		"out/secret.md":            "secret outside the peer root\n",
+func minterFiles() fixture.Layout {
+	return fixture.Layout{
+		"out/handoff/report.md":                   "# report\nbinary: \x00\x01\xfe\xff\n",
+		"out/handoff/sub/deep.txt":                "deep\n",
+		"out/handoff/alias.md -> report.md":       "",
+		"out/handoff/link-out.md -> ../secret.md": "",
+		"out/secret.md":                           "secret outside the peer root\n",
 	}
 }
 

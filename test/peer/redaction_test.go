@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -22,7 +23,7 @@ func TestNoHandleTokenReachesATraceOrLog(t *testing.T) {
 	a := startMinter(t)
 	b := startFetcher(t)
 	f := newFakePeer(t)
-	harness.Layout(t, filepath.Join(a.Ready.Workdir, "out", "handoff"), map[string]string{"mh1.AAAA.BBBB": "lookalike\n"})
+	fixture.Write(t, filepath.Join(a.Ready.Workdir, "out", "handoff"), fixture.Layout{"mh1.AAAA.BBBB": "lookalike\n"})
 
 	m := mint(t, a, b.Ready.Listen, "report.md")
 	token, id := m.Handle, m.HandleID

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -41,7 +41,7 @@ func nonCanonicalTail(t *testing.T, seg string) string {
 func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 	t.Parallel()
 	a := startMinter(t, "--containment", "sealed")
-	u := start(t, harness.Capsule{Manifest: manifestBare, Files: map[string]string{"out/x.md": "x"}})
+	u := start(t, harness.Capsule{Manifest: manifestBare, Files: fixture.Layout{"out/x.md": "x"}})
 	card := newFakePeer(t)
 	card.setCard(cardJSON(`{"name":"Bravo","url":"http://localhost:9"}`))
 	const audience = "bravo@localhost:9"
@@ -231,7 +231,7 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 	})
 
 	t.Run("p is lowered, never decoded again", func(t *testing.T) {
-		harness.Layout(t, filepath.Join(a.Ready.Workdir, "out", "handoff"), map[string]string{
+		fixture.Write(t, filepath.Join(a.Ready.Workdir, "out", "handoff"), fixture.Layout{
 			"a%41.txt": "the literal percent name\n",
 			"aA.txt":   "the decoded name\n",
 		})
@@ -287,7 +287,7 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 
 	t.Run("file-side refusals after the MAC", func(t *testing.T) {
 		root := filepath.Join(a.Ready.Workdir, "out", "handoff")
-		harness.Layout(t, root, map[string]string{
+		fixture.Write(t, root, fixture.Layout{
 			"gone.md":    "soon gone\n",
 			"big.bin":    strings.Repeat("x", 1025),
 			"exact.bin":  strings.Repeat("y", 1024),
@@ -300,12 +300,7 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 			handles[name] = mint(t, a, card.Addr(), name) // the mint never looks at max_bytes
 		}
 		must(t, os.Remove(filepath.Join(root, "gone.md")))
-		must(t, os.Remove(filepath.Join(root, "to-dir.md")))
-		must(t, os.Mkdir(filepath.Join(root, "to-dir.md"), 0o755))
-		must(t, os.Remove(filepath.Join(root, "to-link.md")))
-		must(t, os.Symlink("../secret.md", filepath.Join(root, "to-link.md")))
-		must(t, os.Remove(filepath.Join(root, "to-fifo.md")))
-		must(t, syscall.Mkfifo(filepath.Join(root, "to-fifo.md"), 0o644))
+		fixture.Write(t, root, fixture.Layout{"to-dir.md/": "", "to-link.md -> ../secret.md": "", "to-fifo.md|": ""})
 
 		for _, tc := range []struct {
 			file   string
@@ -347,9 +342,9 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 	t.Run("root re-pointed outside the workdir is outside_root", func(t *testing.T) {
 		root := filepath.Join(a.Ready.Workdir, "out", "handoff")
 		outside := t.TempDir()
-		harness.Layout(t, outside, map[string]string{"report.md": "outside the workdir\n"})
+		fixture.Write(t, outside, fixture.Layout{"report.md": "outside the workdir\n"})
 		must(t, os.Rename(root, root+".real"))
-		must(t, os.Symlink(outside, root))
+		fixture.Write(t, a.Ready.Workdir, fixture.Layout{"out/handoff -> " + outside: ""})
 		defer func() {
 			must(t, os.Remove(root))
 			must(t, os.Rename(root+".real", root))

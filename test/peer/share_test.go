@@ -3,14 +3,13 @@ package peer_test
 import (
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -141,7 +140,7 @@ func TestShareFileRefusesInContractOrder(t *testing.T) {
 	})
 
 	t.Run("path refusals after the card carry the derived audience", func(t *testing.T) {
-		must(t, syscall.Mkfifo(filepath.Join(a.Ready.Workdir, "out", "handoff", "pipe"), 0o644))
+		fixture.Write(t, a.Ready.Workdir, fixture.Layout{"out/handoff/pipe|": ""})
 		for _, tc := range []struct {
 			path string
 			code string

@@ -155,9 +155,9 @@ func TestSymlinksAreDecidedByTheContainmentClass(t *testing.T) {
 					if bbFollows[class] {
 						want = tc.followed
 					}
-					mark := len(bbTraceLines(t, s.trace))
+					mark := len(harness.TraceLines(t, s.trace))
 					start := time.Now()
-					r := bbDo(t, s.addr, "GET", "/resources/files/"+tc.path, bbFifoDeadline)
+					r := harness.RequestWithin(t, s.addr, "GET", "/resources/files/"+tc.path, bbFifoDeadline)
 					if d := time.Since(start); d > 2*time.Second {
 						t.Errorf("answer took %v: a FIFO or a loop was waited on", d)
 					}
@@ -176,7 +176,7 @@ func TestSymlinksAreDecidedByTheContainmentClass(t *testing.T) {
 							t.Fatalf("served a byte from outside the root:\n%s", r.Raw)
 						}
 					}
-					bbCheckRead(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], ev)
+					bbCheckRead(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], ev)
 				})
 			}
 			if _, err := os.Stat(filepath.Join(p.Workdir, "out/fifo")); err != nil {
@@ -206,9 +206,9 @@ func TestListingOmitsWhatTheClassRefuses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mark := len(bbTraceLines(t, s.trace))
+			mark := len(harness.TraceLines(t, s.trace))
 			start := time.Now()
-			r := bbDo(t, s.addr, "GET", "/resources/files", bbFifoDeadline)
+			r := harness.RequestWithin(t, s.addr, "GET", "/resources/files", bbFifoDeadline)
 			if d := time.Since(start); d > 2*time.Second {
 				t.Errorf("listing took %v: a FIFO was waited on", d)
 			}
@@ -220,8 +220,8 @@ func TestListingOmitsWhatTheClassRefuses(t *testing.T) {
 			for _, e := range l.Entries {
 				c := content[e.Path]
 				total += len(c)
-				if e.SizeBytes != int64(len(c)) || e.SHA256 != bbSHA([]byte(c)) {
-					t.Errorf("entry %+v, want size %d sha256 %s", e, len(c), bbSHA([]byte(c)))
+				if e.SizeBytes != int64(len(c)) || e.SHA256 != harness.SHA256Hex([]byte(c)) {
+					t.Errorf("entry %+v, want size %d sha256 %s", e, len(c), harness.SHA256Hex([]byte(c)))
 				}
 				if (c == bbInsideA) && e.MTimeMs != aInfo.ModTime().UnixMilli() {
 					t.Errorf("entry %s mtime %d, want the target's %d", e.Path, e.MTimeMs, aInfo.ModTime().UnixMilli())
@@ -229,12 +229,12 @@ func TestListingOmitsWhatTheClassRefuses(t *testing.T) {
 			}
 			for _, leak := range []string{bbWorkdirLeak, bbOutsideLeak} {
 				for _, e := range l.Entries {
-					if e.SHA256 == bbSHA([]byte(leak)) || e.SizeBytes == int64(len(leak)) {
+					if e.SHA256 == harness.SHA256Hex([]byte(leak)) || e.SizeBytes == int64(len(leak)) {
 						t.Errorf("listing reports an outside file: %+v", e)
 					}
 				}
 			}
-			bbCheckList(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbListEvent{root: "out/", entries: len(want[class]),
+			bbCheckList(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbListEvent{root: "out/", entries: len(want[class]),
 				totalBytes: total, bbOutcome: "ok"})
 		})
 	}
@@ -255,8 +255,8 @@ func TestSymlinkedRootIsFollowedAtEveryClass(t *testing.T) {
 				},
 			})
 			s := bbSessionOf(t, p.Ready)
-			bbServed(t, bbGet(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "data/out")
-			l := bbDecodeListing(t, bbGet(t, s.addr, "/resources/files"), 0, class, "data/out")
+			bbServed(t, harness.Get(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "data/out")
+			l := bbDecodeListing(t, harness.Get(t, s.addr, "/resources/files"), 0, class, "data/out")
 			if got := bbPaths(l); !slices.Equal(got, []string{"a.txt"}) {
 				t.Errorf("entries %q", got)
 			}
@@ -280,31 +280,31 @@ func TestRootRePointedOutsideTheWorkdirIsRefused(t *testing.T) {
 			outside := filepath.Join(p.Dir, "outside")
 			fixture.Write(t, outside, fixture.Layout{"a.txt": bbOutsideLeak})
 			out := filepath.Join(p.Workdir, "out")
-			bbServed(t, bbGet(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "out/")
+			bbServed(t, harness.Get(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "out/")
 
 			if err := os.Rename(out, out+".orig"); err != nil {
 				t.Fatal(err)
 			}
 			fixture.Write(t, p.Workdir, fixture.Layout{"out -> " + outside: ""})
-			mark := len(bbTraceLines(t, s.trace))
-			r := bbGet(t, s.addr, "/resources/files/a.txt")
+			mark := len(harness.TraceLines(t, s.trace))
+			r := harness.Get(t, s.addr, "/resources/files/a.txt")
 			if strings.Contains(string(r.Raw), bbOutsideLeak) {
 				t.Fatalf("served the outside file through a re-pointed root:\n%s", r.Raw)
 			}
 			msg := bbFilesRefusal(t, r, 403, "outside_root", 0)
-			bbCheckRead(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbReadEvent{path: "a.txt", bbOutcome: "outside_root", reason: msg})
+			bbCheckRead(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbReadEvent{path: "a.txt", bbOutcome: "outside_root", reason: msg})
 
-			mark = len(bbTraceLines(t, s.trace))
-			r = bbGet(t, s.addr, "/resources/files")
-			if strings.Contains(string(r.Raw), bbSHA([]byte(bbOutsideLeak))) {
+			mark = len(harness.TraceLines(t, s.trace))
+			r = harness.Get(t, s.addr, "/resources/files")
+			if strings.Contains(string(r.Raw), harness.SHA256Hex([]byte(bbOutsideLeak))) {
 				t.Fatalf("listed the outside file through a re-pointed root:\n%s", r.Raw)
 			}
 			msg = bbFilesRefusal(t, r, 403, "outside_root", 0)
-			bbCheckList(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbListEvent{bbOutcome: "outside_root", reason: msg})
+			bbCheckList(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbListEvent{bbOutcome: "outside_root", reason: msg})
 
 			// Pointed back inside the workdir: followed again.
 			fixture.Write(t, p.Workdir, fixture.Layout{"out -> out.orig": ""})
-			bbServed(t, bbGet(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "out/")
+			bbServed(t, harness.Get(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "out/")
 		})
 	}
 }
@@ -324,14 +324,14 @@ func TestUnreadableFileIsIOError(t *testing.T) {
 	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Wrapper: wrapper,
 		Files: fixture.Layout{"out/a.txt": bbInsideA, "out/locked.txt !": "locked"}})
 	s := bbSessionOf(t, p.Ready)
-	mark := len(bbTraceLines(t, s.trace))
-	r := bbGet(t, s.addr, "/resources/files/locked.txt")
+	mark := len(harness.TraceLines(t, s.trace))
+	r := harness.Get(t, s.addr, "/resources/files/locked.txt")
 	msg := bbFilesRefusal(t, r, 500, "io_error", 0)
 	if strings.Contains(msg, p.Workdir) || strings.Contains(msg, "locked.txt") {
 		t.Errorf("io_error message names a path: %q", msg)
 	}
-	bbCheckRead(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbReadEvent{path: "locked.txt", bbOutcome: "io_error", reason: msg})
-	l := bbDecodeListing(t, bbGet(t, s.addr, "/resources/files"), 0, "advisory", "out/")
+	bbCheckRead(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbReadEvent{path: "locked.txt", bbOutcome: "io_error", reason: msg})
+	l := bbDecodeListing(t, harness.Get(t, s.addr, "/resources/files"), 0, "advisory", "out/")
 	if got := bbPaths(l); !slices.Equal(got, []string{"a.txt"}) {
 		t.Errorf("entries %q, want only a.txt", got)
 	}

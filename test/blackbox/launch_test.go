@@ -280,7 +280,7 @@ capabilities:
 	var got []string
 	for _, line := range strings.Split(p.Stderr(), "\n") {
 		if strings.Contains(line, "W-SEC-019") {
-			obj := bbObj(t, []byte(line))
+			obj := harness.Object(t, []byte(line))
 			key, _ := obj["key"].(string)
 			got = append(got, key)
 			if !strings.Contains(line, key) || key == "" {

@@ -65,8 +65,8 @@ func TestListingIsRecursiveSortedBytewiseRegularFilesOnly(t *testing.T) {
 
 	for _, target := range []string{"/resources/files", "/resources/files/", "/resources/files?path=a.txt"} {
 		t.Run(target, func(t *testing.T) {
-			mark := len(bbTraceLines(t, s.trace))
-			r := bbGet(t, s.addr, target)
+			mark := len(harness.TraceLines(t, s.trace))
+			r := harness.Get(t, s.addr, target)
 			l := bbDecodeListing(t, r, 0, "advisory", "out/")
 			if l.MaxBytes != 16 {
 				t.Errorf("max_bytes %d, want 16", l.MaxBytes)
@@ -76,14 +76,14 @@ func TestListingIsRecursiveSortedBytewiseRegularFilesOnly(t *testing.T) {
 			}
 			for _, e := range l.Entries {
 				content := bbOperatorFiles["out/"+e.Path]
-				if e.SizeBytes != int64(len(content)) || e.SHA256 != bbSHA([]byte(content)) || e.MTimeMs != mtimes[e.Path] {
-					t.Errorf("entry %+v, want size %d sha256 %s mtime %d", e, len(content), bbSHA([]byte(content)), mtimes[e.Path])
+				if e.SizeBytes != int64(len(content)) || e.SHA256 != harness.SHA256Hex([]byte(content)) || e.MTimeMs != mtimes[e.Path] {
+					t.Errorf("entry %+v, want size %d sha256 %s mtime %d", e, len(content), harness.SHA256Hex([]byte(content)), mtimes[e.Path])
 				}
 			}
 			if !strings.Contains(string(r.Body), `"path":"a<b&c>.txt"`) {
 				t.Errorf("listing escapes HTML characters: %s", r.Body)
 			}
-			lines := bbTraceFrom(t, s.trace, mark, 1)
+			lines := harness.TraceFrom(t, s.trace, mark, 1)
 			bbCheckList(t, s, lines[0], bbListEvent{root: "out/", entries: len(wantPaths), totalBytes: total, bbOutcome: "ok"})
 		})
 	}
@@ -120,8 +120,8 @@ func TestReadServesTheBytesAndEveryValidatorHeader(t *testing.T) {
 				{"one byte above max_bytes", "big.bin", true},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
-					mark := len(bbTraceLines(t, s.trace))
-					r := bbGet(t, s.addr, "/resources/files/"+tc.path)
+					mark := len(harness.TraceLines(t, s.trace))
+					r := harness.Get(t, s.addr, "/resources/files/"+tc.path)
 					decoded := strings.NewReplacer("%3C", "<", "%3E", ">").Replace(tc.path)
 					content := []byte(bbOperatorFiles["out/"+decoded])
 					want := bbReadEvent{path: decoded, bbOutcome: "ok", body: content}
@@ -137,7 +137,7 @@ func TestReadServesTheBytesAndEveryValidatorHeader(t *testing.T) {
 					if tc.path == "a.txt" && r.Get("x-murmur-mtime-ms") != strconv.FormatInt(mt, 10) {
 						t.Errorf("x-murmur-mtime-ms %q, want %d", r.Get("x-murmur-mtime-ms"), mt)
 					}
-					bbCheckRead(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], want)
+					bbCheckRead(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], want)
 				})
 			}
 		})
@@ -181,12 +181,12 @@ func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
 			step.prepare(t)
-			mark := len(bbTraceLines(t, s.trace))
-			r := bbGet(t, s.addr, "/resources/files")
+			mark := len(harness.TraceLines(t, s.trace))
+			r := harness.Get(t, s.addr, "/resources/files")
 			if step.listing != "" {
 				msg := bbFilesRefusal(t, r, 403, step.listing, 0)
-				bbCheckList(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbListEvent{bbOutcome: step.listing, reason: msg})
-				if r := bbGet(t, s.addr, "/resources/files/a.txt"); r.Status == 200 || r.Status == 500 {
+				bbCheckList(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbListEvent{bbOutcome: step.listing, reason: msg})
+				if r := harness.Get(t, s.addr, "/resources/files/a.txt"); r.Status == 200 || r.Status == 500 {
 					t.Errorf("read under a looping root: %d %s", r.Status, r.Body)
 				}
 				return
@@ -201,18 +201,18 @@ func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
 			if len(step.entries) == 0 && !strings.HasSuffix(string(r.Body), `"entries":[]}`) {
 				t.Errorf("empty listing is not entries: []: %s", r.Body)
 			}
-			bbCheckList(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbListEvent{root: "data/out", entries: len(step.entries),
+			bbCheckList(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbListEvent{root: "data/out", entries: len(step.entries),
 				totalBytes: len(step.read), bbOutcome: "ok"})
 
-			mark = len(bbTraceLines(t, s.trace))
-			r = bbGet(t, s.addr, "/resources/files/a.txt")
+			mark = len(harness.TraceLines(t, s.trace))
+			r = harness.Get(t, s.addr, "/resources/files/a.txt")
 			want := bbReadEvent{path: "a.txt", bbOutcome: "ok", body: []byte(step.read)}
 			if step.read == "" {
 				want.bbOutcome, want.reason = "not_found", bbFilesRefusal(t, r, 404, "not_found", 0)
 			} else {
 				bbServed(t, r, []byte(step.read), 0, "advisory", "data/out")
 			}
-			bbCheckRead(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], want)
+			bbCheckRead(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], want)
 		})
 	}
 }
@@ -227,7 +227,7 @@ func TestUndeclaredOperatorPlaneRefusesNoResourcePlane(t *testing.T) {
 	if len(p.Ready.Planes) != 0 || p.Ready.Planes == nil {
 		t.Errorf("ready planes %v, want []", p.Ready.Planes)
 	}
-	card := bbGet(t, s.addr, "/.well-known/agent-card.json")
+	card := harness.Get(t, s.addr, "/.well-known/agent-card.json")
 	if !strings.Contains(string(card.Body), `"serves":{"planes":[]}`) {
 		t.Errorf("agent card of an undeclared capsule: %s", card.Body)
 	}
@@ -246,9 +246,9 @@ func TestUndeclaredOperatorPlaneRefusesNoResourcePlane(t *testing.T) {
 		{"DELETE", "/resources/files/a.txt", 405, "method_not_allowed", "a.txt"},
 	} {
 		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
-			mark := len(bbTraceLines(t, s.trace))
-			msg := bbFilesRefusal(t, bbDo(t, s.addr, tc.method, tc.target, 10*time.Second), tc.status, tc.code, 0)
-			line := bbTraceFrom(t, s.trace, mark, 1)[0]
+			mark := len(harness.TraceLines(t, s.trace))
+			msg := bbFilesRefusal(t, harness.Request(t, s.addr, tc.method, tc.target), tc.status, tc.code, 0)
+			line := harness.TraceFrom(t, s.trace, mark, 1)[0]
 			if tc.readPath == "" {
 				bbCheckList(t, s, line, bbListEvent{bbOutcome: tc.code, reason: msg})
 			} else {
@@ -267,7 +267,7 @@ func TestListingSortsByTheReportedUTF8Path(t *testing.T) {
 	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{
 		"out/z.txt": "z", "out/\xff.txt": "bad", "out/\uffff.txt": "max", "out/é.txt": "e", "out/dir\xfe/x": "x",
 	}})
-	r := bbGet(t, p.Ready.Listen, "/resources/files")
+	r := harness.Get(t, p.Ready.Listen, "/resources/files")
 	if !utf8.Valid(r.Body) {
 		t.Fatalf("listing is not valid UTF-8: %q", r.Body)
 	}
@@ -276,6 +276,6 @@ func TestListingSortsByTheReportedUTF8Path(t *testing.T) {
 	if got := bbPaths(l); !slices.Equal(got, want) {
 		t.Errorf("entries %q, want %q", got, want)
 	}
-	bbFilesRefusal(t, bbGet(t, p.Ready.Listen, "/resources/files/%ff.txt"), 403, "outside_root", 0)
-	bbServed(t, bbGet(t, p.Ready.Listen, "/resources/files/%EF%BF%BF.txt"), []byte("max"), 0, "advisory", "out/")
+	bbFilesRefusal(t, harness.Get(t, p.Ready.Listen, "/resources/files/%ff.txt"), 403, "outside_root", 0)
+	bbServed(t, harness.Get(t, p.Ready.Listen, "/resources/files/%EF%BF%BF.txt"), []byte("max"), 0, "advisory", "out/")
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/resplane/resplane/adapters/memfs"
 	"github.com/resplane/resplane/ports/porttest"
+	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
 // workdir is where the in-memory tree pretends to live.
@@ -17,9 +18,9 @@ func TestExportFSContract(t *testing.T) {
 // build makes the layout in a fresh in-memory workdir. Entries outside the workdir are left
 // out: memfs has no outside, and every path that leaves the workdir is refused before any
 // lookup.
-func build(t *testing.T, layout porttest.Layout) porttest.Fixture {
+func build(t *testing.T, layout fixture.Layout) porttest.Fixture {
 	m := memfs.New(workdir)
-	apply := func(l porttest.Layout) {
+	apply := func(l fixture.Layout) {
 		t.Helper()
 		entries := l.Entries(workdir)
 		for _, e := range entries {
@@ -42,18 +43,18 @@ func build(t *testing.T, layout porttest.Layout) porttest.Fixture {
 	return porttest.Fixture{FS: m, Workdir: workdir, Apply: apply}
 }
 
-func create(m *memfs.FS, e porttest.Entry) error {
+func create(m *memfs.FS, e fixture.Entry) error {
 	switch e.Kind {
-	case porttest.Dir:
+	case fixture.Dir:
 		return m.Mkdir(e.Path)
-	case porttest.Symlink:
+	case fixture.Symlink:
 		return m.Symlink(e.Target, e.Path)
-	case porttest.FIFO:
+	case fixture.FIFO:
 		return m.MakeFIFO(e.Path)
-	case porttest.Socket:
+	case fixture.Socket:
 		return m.MakeSocket(e.Path)
-	case porttest.Device:
+	case fixture.Device:
 		return m.MakeDevice(e.Path)
 	}
-	return m.WriteFile(e.Path, []byte(e.Data), porttest.MTime)
+	return m.WriteFile(e.Path, []byte(e.Data), fixture.MTime)
 }

@@ -16,29 +16,21 @@ import (
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/ports"
+	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
 // benchRoot is the declared export root every benchmark serves.
 const benchRoot = "out"
 
-// benchWorkdir makes a workdir under b.TempDir holding files (workdir-relative path to
-// content) and returns its canonical path.
-func benchWorkdir(b *testing.B, files map[string][]byte) string {
+// benchWorkdir makes a workdir under b.TempDir holding layout and returns its canonical path.
+func benchWorkdir(b *testing.B, layout fixture.Layout) string {
 	b.Helper()
 	base, err := filepath.EvalSymlinks(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	wd := filepath.Join(base, "wd")
-	for rel, data := range files {
-		p := filepath.Join(wd, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	fixture.Write(b, wd, layout)
 	return wd
 }
 
@@ -63,13 +55,13 @@ func benchFS(b *testing.B, wd string, opts ...osfs.Option) *osfs.FS {
 //
 // The open does not read; bytes per second would be meaningless, so SetBytes is not used.
 func BenchmarkOpenFile(b *testing.B) {
-	content := make([]byte, 4<<10)
+	content := string(make([]byte, 4<<10))
 	paths := map[int]string{1: "f.txt", 5: "a/b/c/d/f.txt"}
-	files := map[string][]byte{}
+	layout := fixture.Layout{}
 	for _, p := range paths {
-		files[benchRoot+"/"+p] = content
+		layout[benchRoot+"/"+p] = content
 	}
-	wd := benchWorkdir(b, files)
+	wd := benchWorkdir(b, layout)
 	for _, depth := range []int{1, 5} {
 		path := paths[depth]
 		rel, err := pathpolicy.Parse(path)
@@ -105,10 +97,10 @@ func BenchmarkOpenFile(b *testing.B) {
 // resolves component by component: the cost of a symlinked path on a kernel with openat2,
 // against the per-component resolution alone.
 func BenchmarkOpenFileThroughSymlink(b *testing.B) {
-	wd := benchWorkdir(b, map[string][]byte{benchRoot + "/real/b/c/d/f.txt": make([]byte, 4<<10)})
-	if err := os.Symlink("real", filepath.Join(wd, benchRoot, "a")); err != nil {
-		b.Fatal(err)
-	}
+	wd := benchWorkdir(b, fixture.Layout{
+		benchRoot + "/real/b/c/d/f.txt": string(make([]byte, 4<<10)),
+		benchRoot + "/a -> real":        "",
+	})
 	rel, err := pathpolicy.Parse("a/b/c/d/f.txt")
 	if err != nil {
 		b.Fatal(err)
@@ -154,14 +146,14 @@ const (
 
 func walkFixture(b *testing.B) string {
 	b.Helper()
-	content := []byte(strings.Repeat("x", walkFileLen))
-	files := make(map[string][]byte, walkFiles)
+	content := strings.Repeat("x", walkFileLen)
+	layout := make(fixture.Layout, walkFiles)
 	for d := range walkDirs {
 		for i := range walkPerDir {
-			files[fmt.Sprintf("%s/d%02d/f%03d.txt", benchRoot, d, i)] = content
+			layout[fmt.Sprintf("%s/d%02d/f%03d.txt", benchRoot, d, i)] = content
 		}
 	}
-	return benchWorkdir(b, files)
+	return benchWorkdir(b, layout)
 }
 
 // BenchmarkWalk visits every file of a 1000-file tree (10 directories of 100 files): the

@@ -1,7 +1,6 @@
 package osfs_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +13,7 @@ import (
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/ports"
 	"github.com/resplane/resplane/ports/porttest"
+	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
 // modes are the two ways an FS resolves: openat2 first, and component by component only, as
@@ -37,7 +37,7 @@ func TestExportFSContract(t *testing.T) {
 // builder makes each layout under a fresh temporary directory: the workdir is <tmp>/wd, and
 // entries starting with "../" land beside it, outside the workdir.
 func builder(opts ...osfs.Option) porttest.Builder {
-	return func(t *testing.T, layout porttest.Layout) porttest.Fixture {
+	return func(t *testing.T, layout fixture.Layout) porttest.Fixture {
 		t.Helper()
 		base, err := filepath.EvalSymlinks(t.TempDir())
 		if err != nil {
@@ -47,90 +47,15 @@ func builder(opts ...osfs.Option) porttest.Builder {
 		if err := os.Mkdir(wd, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		apply := func(l porttest.Layout) {
-			t.Helper()
-			applyLayout(t, wd, l)
-		}
-		apply(layout)
+		fixture.Write(t, wd, layout)
 		fs, err := osfs.New(wd, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { fs.Close() })
+		apply := func(l fixture.Layout) { fixture.Write(t, wd, l) }
 		return porttest.Fixture{FS: enforcingPermissions(t, fs, layout), Workdir: wd, Apply: apply}
 	}
-}
-
-func applyLayout(t *testing.T, wd string, l porttest.Layout) {
-	t.Helper()
-	entries := l.Entries(wd)
-	for _, e := range entries {
-		p := filepath.Join(wd, filepath.FromSlash(e.Path))
-		if fi, err := os.Lstat(p); err == nil && !(e.Kind == porttest.Dir && fi.IsDir()) {
-			if err := os.RemoveAll(p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := create(t, p, e); err != nil {
-			t.Fatalf("layout %s: %v", e.Path, err)
-		}
-	}
-	for i := len(entries) - 1; i >= 0; i-- {
-		if e := entries[i]; e.Denied {
-			p := filepath.Join(wd, filepath.FromSlash(e.Path))
-			if err := os.Chmod(p, 0); err != nil {
-				t.Fatal(err)
-			}
-			// Give permissions back so the temporary directory can be removed.
-			t.Cleanup(func() { os.Chmod(p, 0o700) })
-		}
-	}
-}
-
-func create(t *testing.T, p string, e porttest.Entry) error {
-	switch e.Kind {
-	case porttest.Dir:
-		return os.MkdirAll(p, 0o755)
-	case porttest.Symlink:
-		return os.Symlink(e.Target, p)
-	case porttest.FIFO:
-		return unix.Mkfifo(p, 0o644)
-	case porttest.Socket:
-		return makeSocket(p)
-	case porttest.Device:
-		err := unix.Mknod(p, unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3)))
-		if errors.Is(err, unix.EPERM) {
-			t.Skip("making a device node needs CAP_MKNOD, which this test process lacks")
-		}
-		return err
-	}
-	if err := os.WriteFile(p, []byte(e.Data), 0o644); err != nil {
-		return err
-	}
-	return os.Chtimes(p, porttest.MTime, porttest.MTime)
-}
-
-// makeSocket binds a Unix socket in a short temporary directory (a socket path is limited to
-// about 100 bytes) and moves it into place; the file stays after its socket is closed.
-func makeSocket(p string) error {
-	dir, err := os.MkdirTemp("", "sock")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	s := filepath.Join(dir, "s")
-	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: s}); err != nil {
-		return err
-	}
-	return os.Rename(s, p)
 }
 
 // enforcingPermissions returns fs such that mode 000 entries are refused even when the tests
@@ -138,7 +63,7 @@ func makeSocket(p string) error {
 // permission bits, so each call then runs on a thread that has dropped both from its
 // effective set (capabilities are per thread). Where they cannot be dropped, a layout with
 // denied entries is skipped.
-func enforcingPermissions(t *testing.T, fs ports.ExportFS, layout porttest.Layout) ports.ExportFS {
+func enforcingPermissions(t *testing.T, fs ports.ExportFS, layout fixture.Layout) ports.ExportFS {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		return fs
@@ -210,7 +135,7 @@ func TestNewCanonicalisesASymlinkedWorkdir(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := filepath.Join(base, "real")
-	applyLayout(t, base, porttest.Layout{"real/out/a.txt": "A", "real/out/abs -> " + store + "/out/a.txt": "", "wd -> real": ""})
+	fixture.Write(t, base, fixture.Layout{"real/out/a.txt": "A", "real/out/abs -> " + store + "/out/a.txt": "", "wd -> real": ""})
 	fs, err := osfs.New(filepath.Join(base, "wd"))
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +155,7 @@ func TestNewCanonicalisesASymlinkedWorkdir(t *testing.T) {
 // TestNoDescriptorLeaks runs every kind of answer, in both modes, and checks that the
 // process holds no more descriptors afterwards than before.
 func TestNoDescriptorLeaks(t *testing.T) {
-	layout := porttest.Layout{
+	layout := fixture.Layout{
 		"out/a.txt": "A", "out/d/b.txt": "B", "out/l -> d/b.txt": "", "out/dl -> d": "", "out/self -> .": "",
 		"out/x -> ../secret": "", "out/loop -> loop": "", "out/dangling -> nowhere": "", "out/pipe|": "",
 		"out/locked.txt !": "L", "secret": "S",

@@ -7,35 +7,35 @@ import (
 
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/ports"
-	"github.com/resplane/resplane/ports/porttest"
+	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
 func TestLocatorForTheLaunchCheck(t *testing.T) {
 	cases := []struct {
 		rule    string
-		layout  porttest.Layout
+		layout  fixture.Layout
 		workdir string // relative to the temporary directory
 		root    string
 		want    ports.RootLocation // paths relative to the temporary directory
 	}{
 		{"a missing workdir is accepted: nothing exists yet", nil, "wd", "out", ports.RootLocation{}},
-		{"a missing root is accepted", porttest.Layout{"wd/": ""}, "wd", "out",
+		{"a missing root is accepted", fixture.Layout{"wd/": ""}, "wd", "out",
 			ports.RootLocation{Workdir: "wd"}},
-		{"a root beneath a file does not exist", porttest.Layout{"wd/data": "D"}, "wd", "data/out",
+		{"a root beneath a file does not exist", fixture.Layout{"wd/data": "D"}, "wd", "data/out",
 			ports.RootLocation{Workdir: "wd"}},
-		{"a dangling root symlink does not exist", porttest.Layout{"wd/out -> nowhere": ""}, "wd", "out",
+		{"a dangling root symlink does not exist", fixture.Layout{"wd/out -> nowhere": ""}, "wd", "out",
 			ports.RootLocation{Workdir: "wd"}},
-		{"a root directory is inside", porttest.Layout{"wd/out/": ""}, "wd", "out/",
+		{"a root directory is inside", fixture.Layout{"wd/out/": ""}, "wd", "out/",
 			ports.RootLocation{Exists: true, Inside: true, Resolved: "wd/out", Workdir: "wd"}},
-		{"a root symlinked inside the workdir is inside", porttest.Layout{"wd/real/": "", "wd/out -> real": ""}, "wd", "out",
+		{"a root symlinked inside the workdir is inside", fixture.Layout{"wd/real/": "", "wd/out -> real": ""}, "wd", "out",
 			ports.RootLocation{Exists: true, Inside: true, Resolved: "wd/real", Workdir: "wd"}},
-		{"a root symlinked to the workdir itself is inside", porttest.Layout{"wd/out -> .": ""}, "wd", "out",
+		{"a root symlinked to the workdir itself is inside", fixture.Layout{"wd/out -> .": ""}, "wd", "out",
 			ports.RootLocation{Exists: true, Inside: true, Resolved: "wd", Workdir: "wd"}},
-		{"a root symlinked out of the workdir is not inside", porttest.Layout{"wd/": "", "elsewhere/": "", "wd/out -> ../elsewhere": ""}, "wd", "out",
+		{"a root symlinked out of the workdir is not inside", fixture.Layout{"wd/": "", "elsewhere/": "", "wd/out -> ../elsewhere": ""}, "wd", "out",
 			ports.RootLocation{Exists: true, Resolved: "elsewhere", Workdir: "wd"}},
-		{"a sibling sharing the workdir's name as a prefix is not inside", porttest.Layout{"wd/": "", "wd2/": "", "wd/out -> ../wd2": ""}, "wd", "out",
+		{"a sibling sharing the workdir's name as a prefix is not inside", fixture.Layout{"wd/": "", "wd2/": "", "wd/out -> ../wd2": ""}, "wd", "out",
 			ports.RootLocation{Exists: true, Resolved: "wd2", Workdir: "wd"}},
-		{"a symlinked workdir is canonicalised", porttest.Layout{"real/out/": "", "wd -> real": ""}, "wd", "out",
+		{"a symlinked workdir is canonicalised", fixture.Layout{"real/out/": "", "wd -> real": ""}, "wd", "out",
 			ports.RootLocation{Exists: true, Inside: true, Resolved: "real/out", Workdir: "real"}},
 	}
 	for _, c := range cases {
@@ -44,7 +44,7 @@ func TestLocatorForTheLaunchCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			applyLayout(t, base, c.layout)
+			fixture.Write(t, base, c.layout)
 			got, err := osfs.Locator{}.Locate(filepath.Join(base, c.workdir), c.root)
 			if err != nil {
 				t.Fatal(err)
@@ -67,7 +67,7 @@ func TestLocatorForTheLaunchCheck(t *testing.T) {
 
 func TestLocatorAcceptsARootLoopThatResolvesNowhere(t *testing.T) {
 	base := t.TempDir()
-	applyLayout(t, base, porttest.Layout{"wd/out -> out": ""})
+	fixture.Write(t, base, fixture.Layout{"wd/out -> out": ""})
 	got, err := (osfs.Locator{}).Locate(filepath.Join(base, "wd"), "out")
 	if err != nil || got.Exists {
 		t.Errorf("Locate = %+v, %v; want a loop reported as resolving nowhere (every request refuses it)", got, err)

@@ -15,7 +15,7 @@ import (
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/ports"
-	"github.com/resplane/resplane/ports/porttest"
+	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
 // TestSwapAttackerNeverEscapes races OpenFile and Walk, at every class and in both
@@ -31,7 +31,7 @@ func TestSwapAttackerNeverEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyLayout(t, base, porttest.Layout{
+	fixture.Write(t, base, fixture.Layout{
 		"wd/out/f.txt":                            "inside",
 		"wd/out/d/f.txt":                          "inside",
 		"wd/out/d/e/f.txt":                        "inside",

@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
-// fakeFS is a tiny in-test tree: "a/b.txt" is a file whose content is the map value,
-// "a/link -> target" a symlink, "a/dir/" an empty directory, "a/pipe|" a FIFO and
-// "a/denied/ !" a directory whose contents cannot be read.
+// fakeFS is a tiny in-test tree built from a fixture.Layout. It has no outside, and it denies
+// only directories (a denied directory's contents cannot be read).
 type fakeFS struct {
 	top  *fakeNode
 	open int // directories opened and not yet closed
@@ -26,31 +26,30 @@ type fakeNode struct {
 	children map[string]*fakeNode
 }
 
-func newFake(t *testing.T, layout map[string]string) *fakeFS {
+// kinds maps each kind of layout entry to the kind resolution sees.
+var kinds = map[fixture.Kind]Kind{
+	fixture.File: Regular, fixture.Dir: Directory, fixture.Symlink: Symlink,
+	fixture.FIFO: Other, fixture.Socket: Other, fixture.Device: Other,
+}
+
+func newFake(t *testing.T, layout fixture.Layout) *fakeFS {
 	t.Helper()
 	fs := &fakeFS{top: &fakeNode{kind: Directory, children: map[string]*fakeNode{}}}
-	for key, content := range layout {
-		n := &fakeNode{kind: Regular, content: content}
-		p := key
-		switch {
-		case strings.Contains(key, " -> "):
-			p, n.target, _ = strings.Cut(key, " -> ")
-			n.kind = Symlink
-		case strings.HasSuffix(key, "/ !"):
-			p = strings.TrimSuffix(key, "/ !")
-			n = &fakeNode{kind: Directory, denied: true, children: map[string]*fakeNode{}}
-		case strings.HasSuffix(key, "/"):
-			p = strings.TrimSuffix(key, "/")
-			n = &fakeNode{kind: Directory, children: map[string]*fakeNode{}}
-		case strings.HasSuffix(key, "|"):
-			p = strings.TrimSuffix(key, "|")
-			n.kind = Other
+	for _, e := range layout.Entries(workdir) {
+		if e.Outside() || e.Denied && e.Kind != fixture.Dir {
+			t.Fatalf("layout: the fake tree has no outside and denies only directories: %s", e.Path)
 		}
-		fs.put(t, p, n)
+		n := &fakeNode{kind: kinds[e.Kind], content: e.Data, target: e.Target, denied: e.Denied}
+		if n.kind == Directory {
+			n.children = map[string]*fakeNode{}
+		}
+		fs.put(t, e.Path, n)
 	}
 	return fs
 }
 
+// put places n at p, making the missing directories above it. Entries come parents first, so
+// a directory the layout names is made before anything inside it.
 func (fs *fakeFS) put(t *testing.T, p string, n *fakeNode) {
 	t.Helper()
 	names := strings.Split(p, "/")
@@ -66,12 +65,7 @@ func (fs *fakeFS) put(t *testing.T, p string, n *fakeNode) {
 		}
 		d = c
 	}
-	last := names[len(names)-1]
-	if old, ok := d.children[last]; ok && old.kind == Directory && n.kind == Directory {
-		old.denied = old.denied || n.denied
-		return
-	}
-	d.children[last] = n
+	d.children[names[len(names)-1]] = n
 }
 
 func (fs *fakeFS) dir(n *fakeNode) *fakeDir {
@@ -164,8 +158,8 @@ func served(content, path string) outcome { return outcome{content: content, pat
 func refused(code refusal.Code) outcome   { return outcome{code: code} }
 
 func TestOpenClassRule(t *testing.T) {
-	chain := func(n int) map[string]string {
-		l := map[string]string{"out/a.txt": "A"}
+	chain := func(n int) fixture.Layout {
+		l := fixture.Layout{"out/a.txt": "A"}
 		for i := range n {
 			target := "a.txt"
 			if i < n-1 {
@@ -177,127 +171,127 @@ func TestOpenClassRule(t *testing.T) {
 	}
 	cases := []struct {
 		rule   string
-		layout map[string]string
+		layout fixture.Layout
 		root   string
 		path   string
 		follow outcome
 		scoped outcome
 	}{
-		{"a regular file is served", map[string]string{"out/a.txt": "A"}, "out", "a.txt",
+		{"a regular file is served", fixture.Layout{"out/a.txt": "A"}, "out", "a.txt",
 			served("A", "a.txt"), served("A", "a.txt")},
-		{"a nested file is served", map[string]string{"out/d/e/f.txt": "F"}, "out", "d/e/f.txt",
+		{"a nested file is served", fixture.Layout{"out/d/e/f.txt": "F"}, "out", "d/e/f.txt",
 			served("F", "d/e/f.txt"), served("F", "d/e/f.txt")},
-		{"a missing name is not_found", map[string]string{"out/a.txt": "A"}, "out", "b.txt",
+		{"a missing name is not_found", fixture.Layout{"out/a.txt": "A"}, "out", "b.txt",
 			refused(refusal.NotFound), refused(refusal.NotFound)},
-		{"a file used as a directory is not_found", map[string]string{"out/a.txt": "A"}, "out", "a.txt/b",
+		{"a file used as a directory is not_found", fixture.Layout{"out/a.txt": "A"}, "out", "a.txt/b",
 			refused(refusal.NotFound), refused(refusal.NotFound)},
 		{"a relative link inside the root is followed, and refused under scoped",
-			map[string]string{"out/a.txt": "A", "out/l -> a.txt": ""}, "out", "l",
+			fixture.Layout{"out/a.txt": "A", "out/l -> a.txt": ""}, "out", "l",
 			served("A", "a.txt"), refused(refusal.SymlinkRefused)},
-		{"a link may climb within the root", map[string]string{"out/a.txt": "A", "out/d/l -> ../a.txt": ""}, "out", "d/l",
+		{"a link may climb within the root", fixture.Layout{"out/a.txt": "A", "out/d/l -> ../a.txt": ""}, "out", "d/l",
 			served("A", "a.txt"), refused(refusal.SymlinkRefused)},
 		{"an absolute link inside the root is followed",
-			map[string]string{"out/d/a.txt": "A", "out/l -> /srv/wd/out/d/a.txt": ""}, "out", "l",
+			fixture.Layout{"out/d/a.txt": "A", "out/l -> /srv/wd/out/d/a.txt": ""}, "out", "l",
 			served("A", "d/a.txt"), refused(refusal.SymlinkRefused)},
 		{"an absolute link may spell the root with extra slashes and dots",
-			map[string]string{"out/a.txt": "A", "out/l -> //srv/./wd//out/./a.txt": ""}, "out", "l",
+			fixture.Layout{"out/a.txt": "A", "out/l -> //srv/./wd//out/./a.txt": ""}, "out", "l",
 			served("A", "a.txt"), refused(refusal.SymlinkRefused)},
 		{"an absolute link into the workdir but outside the root is outside_root",
-			map[string]string{"secret": "S", "out/l -> /srv/wd/secret": ""}, "out", "l",
+			fixture.Layout{"secret": "S", "out/l -> /srv/wd/secret": ""}, "out", "l",
 			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
 		{"an absolute link whose prefix is not the canonical root is outside_root even if it comes back",
-			map[string]string{"out/a.txt": "A", "out/l -> /srv/wd/x/../out/a.txt": ""}, "out", "l",
+			fixture.Layout{"out/a.txt": "A", "out/l -> /srv/wd/x/../out/a.txt": ""}, "out", "l",
 			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
 		{"an absolute link to an ancestor of the root is outside_root",
-			map[string]string{"out/a.txt": "A", "out/l -> /srv": ""}, "out", "l/wd/out/a.txt",
+			fixture.Layout{"out/a.txt": "A", "out/l -> /srv": ""}, "out", "l/wd/out/a.txt",
 			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
 		{"an absolute link that leaves after matching the root is outside_root",
-			map[string]string{"out/a.txt": "A", "out/l -> /srv/wd/out/../out/a.txt": ""}, "out", "l",
+			fixture.Layout{"out/a.txt": "A", "out/l -> /srv/wd/out/../out/a.txt": ""}, "out", "l",
 			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
 		{"a link leaving the root and coming back is outside_root",
-			map[string]string{"out/a.txt": "A", "out/l -> ../out/a.txt": ""}, "out", "l",
+			fixture.Layout{"out/a.txt": "A", "out/l -> ../out/a.txt": ""}, "out", "l",
 			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
 		{"a link to a missing target outside the root is outside_root",
-			map[string]string{"out/l -> ../../nowhere/x": ""}, "out", "l",
+			fixture.Layout{"out/l -> ../../nowhere/x": ""}, "out", "l",
 			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
 		{"an intermediate symlinked directory is followed",
-			map[string]string{"out/real/b.txt": "B", "out/d -> real": ""}, "out", "d/b.txt",
+			fixture.Layout{"out/real/b.txt": "B", "out/d -> real": ""}, "out", "d/b.txt",
 			served("B", "real/b.txt"), refused(refusal.SymlinkRefused)},
 		{"a dangling link is not_found, and symlink_refused under scoped",
-			map[string]string{"out/l -> nowhere": ""}, "out", "l",
+			fixture.Layout{"out/l -> nowhere": ""}, "out", "l",
 			refused(refusal.NotFound), refused(refusal.SymlinkRefused)},
-		{"a link with an empty target is not_found", map[string]string{"out/l -> ": ""}, "out", "l",
+		{"a link with an empty target is not_found", fixture.Layout{"out/l -> ": ""}, "out", "l",
 			refused(refusal.NotFound), refused(refusal.SymlinkRefused)},
 		{"a trailing slash after a file in a target is not_found",
-			map[string]string{"out/a.txt": "A", "out/l -> a.txt/": ""}, "out", "l",
+			fixture.Layout{"out/a.txt": "A", "out/l -> a.txt/": ""}, "out", "l",
 			refused(refusal.NotFound), refused(refusal.SymlinkRefused)},
-		{"a self loop is symlink_refused", map[string]string{"out/l -> l": ""}, "out", "l",
+		{"a self loop is symlink_refused", fixture.Layout{"out/l -> l": ""}, "out", "l",
 			refused(refusal.SymlinkRefused), refused(refusal.SymlinkRefused)},
-		{"a two-link loop is symlink_refused", map[string]string{"out/l1 -> l2": "", "out/l2 -> l1": ""}, "out", "l1",
+		{"a two-link loop is symlink_refused", fixture.Layout{"out/l1 -> l2": "", "out/l2 -> l1": ""}, "out", "l1",
 			refused(refusal.SymlinkRefused), refused(refusal.SymlinkRefused)},
 		{"a chain of MaxSymlinks links is followed", chain(MaxSymlinks), "out", "l0",
 			served("A", "a.txt"), refused(refusal.SymlinkRefused)},
 		{"a chain of MaxSymlinks+1 links is a loop", chain(MaxSymlinks + 1), "out", "l0",
 			refused(refusal.SymlinkRefused), refused(refusal.SymlinkRefused)},
-		{"a link to the root itself is outside_root", map[string]string{"out/self -> .": ""}, "out", "self",
+		{"a link to the root itself is outside_root", fixture.Layout{"out/self -> .": ""}, "out", "self",
 			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
 		{"a file through a link to the root is served under its canonical path",
-			map[string]string{"out/a.txt": "A", "out/self -> .": ""}, "out", "self/a.txt",
+			fixture.Layout{"out/a.txt": "A", "out/self -> .": ""}, "out", "self/a.txt",
 			served("A", "a.txt"), refused(refusal.SymlinkRefused)},
 		{"a link that climbs back to the root as the final target is outside_root",
-			map[string]string{"out/d/up -> ..": ""}, "out", "d/up",
+			fixture.Layout{"out/d/up -> ..": ""}, "out", "d/up",
 			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
 		{"an absolute link to the root itself is outside_root",
-			map[string]string{"out/l -> /srv/wd/out": ""}, "out", "l",
+			fixture.Layout{"out/l -> /srv/wd/out": ""}, "out", "l",
 			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
-		{"a link above the root is outside_root", map[string]string{"out/a.txt": "A", "out/up -> ..": ""}, "out", "up/out/a.txt",
+		{"a link above the root is outside_root", fixture.Layout{"out/a.txt": "A", "out/up -> ..": ""}, "out", "up/out/a.txt",
 			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
-		{"a directory is not_a_regular_file", map[string]string{"out/d/": ""}, "out", "d",
+		{"a directory is not_a_regular_file", fixture.Layout{"out/d/": ""}, "out", "d",
 			refused(refusal.NotARegularFile), refused(refusal.NotARegularFile)},
-		{"a link to a directory is not_a_regular_file", map[string]string{"out/d/": "", "out/l -> d": ""}, "out", "l",
+		{"a link to a directory is not_a_regular_file", fixture.Layout{"out/d/": "", "out/l -> d": ""}, "out", "l",
 			refused(refusal.NotARegularFile), refused(refusal.SymlinkRefused)},
 		{"a link to a directory ending in dot is not_a_regular_file",
-			map[string]string{"out/d/": "", "out/l -> d/.": ""}, "out", "l",
+			fixture.Layout{"out/d/": "", "out/l -> d/.": ""}, "out", "l",
 			refused(refusal.NotARegularFile), refused(refusal.SymlinkRefused)},
-		{"a FIFO is not_a_regular_file", map[string]string{"out/p|": ""}, "out", "p",
+		{"a FIFO is not_a_regular_file", fixture.Layout{"out/p|": ""}, "out", "p",
 			refused(refusal.NotARegularFile), refused(refusal.NotARegularFile)},
-		{"an unreadable directory is io_error", map[string]string{"out/d/ !": "", "out/d/a.txt": "A"}, "out", "d/a.txt",
+		{"an unreadable directory is io_error", fixture.Layout{"out/d/ !": "", "out/d/a.txt": "A"}, "out", "d/a.txt",
 			refused(refusal.IOError), refused(refusal.IOError)},
-		{"a missing root is not_found", map[string]string{"a.txt": "A"}, "out", "a.txt",
+		{"a missing root is not_found", fixture.Layout{"a.txt": "A"}, "out", "a.txt",
 			refused(refusal.NotFound), refused(refusal.NotFound)},
-		{"a root that is a file is not_found", map[string]string{"out": "A"}, "out", "a.txt",
+		{"a root that is a file is not_found", fixture.Layout{"out": "A"}, "out", "a.txt",
 			refused(refusal.NotFound), refused(refusal.NotFound)},
 		{"a symlinked root inside the workdir is followed at every class",
-			map[string]string{"real/a.txt": "R", "out -> real": ""}, "out", "a.txt",
+			fixture.Layout{"real/a.txt": "R", "out -> real": ""}, "out", "a.txt",
 			served("R", "a.txt"), served("R", "a.txt")},
 		{"an absolute symlinked root inside the workdir is followed",
-			map[string]string{"real/a.txt": "R", "out -> /srv/wd/real": ""}, "out/", "a.txt",
+			fixture.Layout{"real/a.txt": "R", "out -> /srv/wd/real": ""}, "out/", "a.txt",
 			served("R", "a.txt"), served("R", "a.txt")},
 		{"a root linked to the workdir itself is the workdir",
-			map[string]string{"a.txt": "W", "out -> .": ""}, "out", "a.txt",
+			fixture.Layout{"a.txt": "W", "out -> .": ""}, "out", "a.txt",
 			served("W", "a.txt"), served("W", "a.txt")},
-		{"a root linked out of the workdir is outside_root", map[string]string{"out -> ../elsewhere": ""}, "out", "a.txt",
+		{"a root linked out of the workdir is outside_root", fixture.Layout{"out -> ../elsewhere": ""}, "out", "a.txt",
 			refused(refusal.OutsideRoot), refused(refusal.OutsideRoot)},
 		{"a root linked out of the workdir and straight back is followed",
-			map[string]string{"real/a.txt": "R", "out -> ../wd/real": ""}, "out", "a.txt",
+			fixture.Layout{"real/a.txt": "R", "out -> ../wd/real": ""}, "out", "a.txt",
 			served("R", "a.txt"), served("R", "a.txt")},
 		{"a root linked from the filesystem root back into the workdir is followed",
-			map[string]string{"real/a.txt": "R", "out -> ../../../srv/./wd/real": ""}, "out", "a.txt",
+			fixture.Layout{"real/a.txt": "R", "out -> ../../../srv/./wd/real": ""}, "out", "a.txt",
 			served("R", "a.txt"), served("R", "a.txt")},
 		{"a root linked absolutely with a detour is followed",
-			map[string]string{"real/a.txt": "R", "out -> /srv/x/../wd/real": ""}, "out", "a.txt",
+			fixture.Layout{"real/a.txt": "R", "out -> /srv/x/../wd/real": ""}, "out", "a.txt",
 			served("R", "a.txt"), served("R", "a.txt")},
 		{"a root linked to a sibling sharing the workdir's name as a prefix is outside_root",
-			map[string]string{"out -> ../wd2/real": ""}, "out", "a.txt",
+			fixture.Layout{"out -> ../wd2/real": ""}, "out", "a.txt",
 			refused(refusal.OutsideRoot), refused(refusal.OutsideRoot)},
 		{"beneath the root a link that leaves and comes back is still outside_root",
-			map[string]string{"out/a.txt": "A", "out/l -> ../out/a.txt": ""}, "out", "l",
+			fixture.Layout{"out/a.txt": "A", "out/l -> ../out/a.txt": ""}, "out", "l",
 			refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused)},
-		{"a root symlink loop is symlink_refused", map[string]string{"out -> out": ""}, "out", "a.txt",
+		{"a root symlink loop is symlink_refused", fixture.Layout{"out -> out": ""}, "out", "a.txt",
 			refused(refusal.SymlinkRefused), refused(refusal.SymlinkRefused)},
-		{"a dangling root link is not_found", map[string]string{"out -> nowhere": ""}, "out", "a.txt",
+		{"a dangling root link is not_found", fixture.Layout{"out -> nowhere": ""}, "out", "a.txt",
 			refused(refusal.NotFound), refused(refusal.NotFound)},
-		{"an absolute declared root is outside_root", map[string]string{"out/a.txt": "A"}, "/srv/wd/out", "a.txt",
+		{"an absolute declared root is outside_root", fixture.Layout{"out/a.txt": "A"}, "/srv/wd/out", "a.txt",
 			refused(refusal.OutsideRoot), refused(refusal.OutsideRoot)},
 	}
 	for _, c := range cases {
@@ -331,21 +325,21 @@ func TestOpenClassRule(t *testing.T) {
 func TestWalkListing(t *testing.T) {
 	cases := []struct {
 		rule   string
-		layout map[string]string
+		layout fixture.Layout
 		follow []string
 		scoped []string
 		err    refusal.Code
 	}{
 		{"files are listed recursively in bytewise order with dotfiles",
-			map[string]string{"out/b.txt": "B", "out/a/x": "X", "out/a.txt": "A", "out/.hidden": "H", "out/a-b": "AB", "out/a0": "A0"},
+			fixture.Layout{"out/b.txt": "B", "out/a/x": "X", "out/a.txt": "A", "out/.hidden": "H", "out/a-b": "AB", "out/a0": "A0"},
 			[]string{".hidden=H", "a-b=AB", "a.txt=A", "a/x=X", "a0=A0", "b.txt=B"},
 			[]string{".hidden=H", "a-b=AB", "a.txt=A", "a/x=X", "a0=A0", "b.txt=B"}, ""},
 		{"order is by the reported bytes, invalid UTF-8 replaced per byte",
-			map[string]string{"out/é.txt": "E", "out/z": "Z", "out/ä/x": "AX", "out/a\xff\xfe": "BAD", "out/a\uFFFE": "NC"},
+			fixture.Layout{"out/é.txt": "E", "out/z": "Z", "out/ä/x": "AX", "out/a\xff\xfe": "BAD", "out/a\uFFFE": "NC"},
 			[]string{"a\uFFFD\uFFFD=BAD", "a\uFFFE=NC", "z=Z", "ä/x=AX", "é.txt=E"},
 			[]string{"a\uFFFD\uFFFD=BAD", "a\uFFFE=NC", "z=Z", "ä/x=AX", "é.txt=E"}, ""},
 		{"symlinks to files inside are listed under their own path; scoped lists none",
-			map[string]string{
+			fixture.Layout{
 				"out/real.txt": "R", "out/alias -> real.txt": "", "out/abs -> /srv/wd/out/real.txt": "",
 				"out/d/up -> ../real.txt": "", "out/secret -> ../secret": "", "secret": "S",
 				"out/back -> ../out/real.txt": "", "out/dangling -> nowhere": "", "out/loop -> loop": "",
@@ -355,15 +349,15 @@ func TestWalkListing(t *testing.T) {
 			[]string{"abs=R", "alias=R", "d/f=F", "d/up=R", "real.txt=R"},
 			[]string{"d/f=F", "real.txt=R"}, ""},
 		{"unreadable directories and FIFOs are left out",
-			map[string]string{"out/a": "A", "out/locked/ !": "", "out/locked/x": "X", "out/p|": ""},
+			fixture.Layout{"out/a": "A", "out/locked/ !": "", "out/locked/x": "X", "out/p|": ""},
 			[]string{"a=A"}, []string{"a=A"}, ""},
-		{"a missing root is empty", map[string]string{"a": "A"}, nil, nil, ""},
-		{"a root that is a file is empty", map[string]string{"out": "A"}, nil, nil, ""},
-		{"a symlinked root is followed at every class", map[string]string{"real/a": "A", "out -> real": ""},
+		{"a missing root is empty", fixture.Layout{"a": "A"}, nil, nil, ""},
+		{"a root that is a file is empty", fixture.Layout{"out": "A"}, nil, nil, ""},
+		{"a symlinked root is followed at every class", fixture.Layout{"real/a": "A", "out -> real": ""},
 			[]string{"a=A"}, []string{"a=A"}, ""},
-		{"a root leaving the workdir is outside_root", map[string]string{"out -> ../x": ""}, nil, nil, refusal.OutsideRoot},
-		{"a root loop is symlink_refused", map[string]string{"out -> out": ""}, nil, nil, refusal.SymlinkRefused},
-		{"an unreadable root is io_error", map[string]string{"out/ !": "", "out/a": "A"}, nil, nil, refusal.IOError},
+		{"a root leaving the workdir is outside_root", fixture.Layout{"out -> ../x": ""}, nil, nil, refusal.OutsideRoot},
+		{"a root loop is symlink_refused", fixture.Layout{"out -> out": ""}, nil, nil, refusal.SymlinkRefused},
+		{"an unreadable root is io_error", fixture.Layout{"out/ !": "", "out/a": "A"}, nil, nil, refusal.IOError},
 	}
 	for _, c := range cases {
 		for _, follow := range []bool{true, false} {
@@ -399,7 +393,7 @@ func TestWalkListing(t *testing.T) {
 }
 
 func TestWalkStopsAtVisitError(t *testing.T) {
-	fs := newFake(t, map[string]string{"out/a": "A", "out/d/b": "B", "out/d/c": "C"})
+	fs := newFake(t, fixture.Layout{"out/a": "A", "out/d/b": "B", "out/d/c": "C"})
 	stop := errors.New("stop")
 	var seen []string
 	err := Walk(fs.dir(fs.top), workdir, "out", true, fs.openLeaf, func(p string, _ fakeFile) error {

@@ -6,6 +6,7 @@ package porttest
 import (
 	"errors"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
+	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
 // Fixture is an ExportFS over a freshly built workdir.
@@ -23,23 +25,23 @@ type Fixture struct {
 	// Workdir is the workdir's canonical absolute path (what $WD stands for). No refusal
 	// message may contain it.
 	Workdir string
-	// Apply adds entries to the workdir after FS was made. Each entry replaces whatever was
-	// at its path (a whole directory included), except that a directory entry keeps an
-	// existing directory.
-	Apply func(Layout)
+	// Apply adds entries to the workdir after FS was made, as fixture.Write does: each entry
+	// replaces whatever was at its path (a whole directory included), except that a directory
+	// entry keeps an existing directory.
+	Apply func(fixture.Layout)
 }
 
-// Builder makes a fresh workdir holding layout and an ExportFS over it. It may skip t when
-// its filesystem cannot represent the layout (say, a device node without the privilege to
-// make one), saying why.
-type Builder func(t *testing.T, layout Layout) Fixture
+// Builder makes a fresh workdir holding layout and an ExportFS over it; every regular file has
+// the modification time fixture.MTime. It may skip t when its filesystem cannot represent the
+// layout (say, a device node without the privilege to make one), saying why.
+type Builder func(t *testing.T, layout fixture.Layout) Fixture
 
 // secret starts the content of every file outside the export root in the suite's layouts;
 // no call may ever serve or list it.
 const secret = "SECRET"
 
 // around is merged into every layout: files outside the root, in the workdir and outside it.
-var around = Layout{
+var around = fixture.Layout{
 	"secret.txt":            secret + " in the workdir",
 	"../outside/secret.txt": secret + " outside the workdir",
 	"../outside/a.txt":      secret + " outside, named like a file in the root",
@@ -88,7 +90,7 @@ func expected(w [2]want, class containment.Class) want {
 
 type openCase struct {
 	rule   string
-	layout Layout
+	layout fixture.Layout
 	root   string // "out" when empty
 	path   string
 	want   [2]want
@@ -96,105 +98,105 @@ type openCase struct {
 
 var openCases = []openCase{
 	// Plain names.
-	{"a regular file is served", Layout{"out/a.txt": "A"}, "", "a.txt", both(served("A", "a.txt"))},
-	{"a nested file is served", Layout{"out/d/e/f.txt": "F"}, "", "d/e/f.txt", both(served("F", "d/e/f.txt"))},
-	{"a non-ASCII name is served", Layout{"out/é ü.txt": "U"}, "", "é ü.txt", both(served("U", "é ü.txt"))},
-	{"a dotfile is served", Layout{"out/.env": "E"}, "", ".env", both(served("E", ".env"))},
-	{"an empty file is served", Layout{"out/empty": ""}, "", "empty", both(served("", "empty"))},
-	{"a missing name is not_found", Layout{"out/a.txt": "A"}, "", "b.txt", both(refused(refusal.NotFound))},
-	{"a missing directory on the path is not_found", Layout{"out/a.txt": "A"}, "", "d/a.txt", both(refused(refusal.NotFound))},
-	{"a file used as a directory (ENOTDIR) is not_found", Layout{"out/a.txt": "A"}, "", "a.txt/b", both(refused(refusal.NotFound))},
-	{"a directory is not_a_regular_file", Layout{"out/d/": ""}, "", "d", both(refused(refusal.NotARegularFile))},
-	{"a FIFO answers at once with not_a_regular_file", Layout{"out/pipe|": ""}, "", "pipe", both(refused(refusal.NotARegularFile))},
-	{"a socket is not_a_regular_file", Layout{"out/sock=": ""}, "", "sock", both(refused(refusal.NotARegularFile))},
-	{"a device node is not_a_regular_file", Layout{"out/null#": ""}, "", "null", both(refused(refusal.NotARegularFile))},
-	{"an unreadable file is io_error permission denied", Layout{"out/locked.txt !": "L"}, "", "locked.txt", both(ioError("permission denied"))},
-	{"a file in an unsearchable directory is io_error permission denied", Layout{"out/locked/ !": "", "out/locked/a.txt": "A"}, "", "locked/a.txt", both(ioError("permission denied"))},
-	{"a name too long is io_error", Layout{"out/a.txt": "A"}, "", tooLong, both(ioError("file name too long"))},
+	{"a regular file is served", fixture.Layout{"out/a.txt": "A"}, "", "a.txt", both(served("A", "a.txt"))},
+	{"a nested file is served", fixture.Layout{"out/d/e/f.txt": "F"}, "", "d/e/f.txt", both(served("F", "d/e/f.txt"))},
+	{"a non-ASCII name is served", fixture.Layout{"out/é ü.txt": "U"}, "", "é ü.txt", both(served("U", "é ü.txt"))},
+	{"a dotfile is served", fixture.Layout{"out/.env": "E"}, "", ".env", both(served("E", ".env"))},
+	{"an empty file is served", fixture.Layout{"out/empty": ""}, "", "empty", both(served("", "empty"))},
+	{"a missing name is not_found", fixture.Layout{"out/a.txt": "A"}, "", "b.txt", both(refused(refusal.NotFound))},
+	{"a missing directory on the path is not_found", fixture.Layout{"out/a.txt": "A"}, "", "d/a.txt", both(refused(refusal.NotFound))},
+	{"a file used as a directory (ENOTDIR) is not_found", fixture.Layout{"out/a.txt": "A"}, "", "a.txt/b", both(refused(refusal.NotFound))},
+	{"a directory is not_a_regular_file", fixture.Layout{"out/d/": ""}, "", "d", both(refused(refusal.NotARegularFile))},
+	{"a FIFO answers at once with not_a_regular_file", fixture.Layout{"out/pipe|": ""}, "", "pipe", both(refused(refusal.NotARegularFile))},
+	{"a socket is not_a_regular_file", fixture.Layout{"out/sock=": ""}, "", "sock", both(refused(refusal.NotARegularFile))},
+	{"a device node is not_a_regular_file", fixture.Layout{"out/null#": ""}, "", "null", both(refused(refusal.NotARegularFile))},
+	{"an unreadable file is io_error permission denied", fixture.Layout{"out/locked.txt !": "L"}, "", "locked.txt", both(ioError("permission denied"))},
+	{"a file in an unsearchable directory is io_error permission denied", fixture.Layout{"out/locked/ !": "", "out/locked/a.txt": "A"}, "", "locked/a.txt", both(ioError("permission denied"))},
+	{"a name too long is io_error", fixture.Layout{"out/a.txt": "A"}, "", tooLong, both(ioError("file name too long"))},
 
 	// Symlinks beneath the root: followed under sealed and advisory, refused under scoped.
-	{"a relative link inside the root is followed", Layout{"out/a.txt": "A", "out/l -> a.txt": ""}, "", "l",
+	{"a relative link inside the root is followed", fixture.Layout{"out/a.txt": "A", "out/l -> a.txt": ""}, "", "l",
 		byClass(served("A", "a.txt"), refused(refusal.SymlinkRefused))},
-	{"a link may climb within the root", Layout{"out/a.txt": "A", "out/d/l -> ../a.txt": ""}, "", "d/l",
+	{"a link may climb within the root", fixture.Layout{"out/a.txt": "A", "out/d/l -> ../a.txt": ""}, "", "d/l",
 		byClass(served("A", "a.txt"), refused(refusal.SymlinkRefused))},
-	{"an absolute link inside the root is followed", Layout{"out/d/a.txt": "A", "out/l -> $WD/out/d/a.txt": ""}, "", "l",
+	{"an absolute link inside the root is followed", fixture.Layout{"out/d/a.txt": "A", "out/l -> $WD/out/d/a.txt": ""}, "", "l",
 		byClass(served("A", "d/a.txt"), refused(refusal.SymlinkRefused))},
-	{"an absolute link into the workdir outside the root is outside_root", Layout{"out/l -> $WD/secret.txt": ""}, "", "l",
+	{"an absolute link into the workdir outside the root is outside_root", fixture.Layout{"out/l -> $WD/secret.txt": ""}, "", "l",
 		byClass(refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused))},
-	{"an absolute link out of the workdir is outside_root", Layout{"out/l -> $WD/../outside/secret.txt": ""}, "", "l",
+	{"an absolute link out of the workdir is outside_root", fixture.Layout{"out/l -> $WD/../outside/secret.txt": ""}, "", "l",
 		byClass(refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused))},
-	{"an absolute link to a system file is outside_root", Layout{"out/l -> /etc/passwd": ""}, "", "l",
+	{"an absolute link to a system file is outside_root", fixture.Layout{"out/l -> /etc/passwd": ""}, "", "l",
 		byClass(refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused))},
-	{"an absolute link that leaves after naming the root is outside_root", Layout{"out/a.txt": "A", "out/l -> $WD/out/../out/a.txt": ""}, "", "l",
+	{"an absolute link that leaves after naming the root is outside_root", fixture.Layout{"out/a.txt": "A", "out/l -> $WD/out/../out/a.txt": ""}, "", "l",
 		byClass(refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused))},
-	{"a relative link out of the root is outside_root", Layout{"out/l -> ../secret.txt": ""}, "", "l",
+	{"a relative link out of the root is outside_root", fixture.Layout{"out/l -> ../secret.txt": ""}, "", "l",
 		byClass(refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused))},
-	{"a relative link out of the workdir is outside_root", Layout{"out/l -> ../../outside/secret.txt": ""}, "", "l",
+	{"a relative link out of the workdir is outside_root", fixture.Layout{"out/l -> ../../outside/secret.txt": ""}, "", "l",
 		byClass(refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused))},
-	{"a link leaving the root and coming back is outside_root", Layout{"out/a.txt": "A", "out/l -> ../out/a.txt": ""}, "", "l",
+	{"a link leaving the root and coming back is outside_root", fixture.Layout{"out/a.txt": "A", "out/l -> ../out/a.txt": ""}, "", "l",
 		byClass(refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused))},
-	{"a link out of the root to nothing is outside_root", Layout{"out/l -> ../nowhere": ""}, "", "l",
+	{"a link out of the root to nothing is outside_root", fixture.Layout{"out/l -> ../nowhere": ""}, "", "l",
 		byClass(refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused))},
-	{"an intermediate symlinked directory is followed", Layout{"out/real/b.txt": "B", "out/d -> real": ""}, "", "d/b.txt",
+	{"an intermediate symlinked directory is followed", fixture.Layout{"out/real/b.txt": "B", "out/d -> real": ""}, "", "d/b.txt",
 		byClass(served("B", "real/b.txt"), refused(refusal.SymlinkRefused))},
-	{"an intermediate absolute symlinked directory is followed", Layout{"out/real/b.txt": "B", "out/d -> $WD/out/real": ""}, "", "d/b.txt",
+	{"an intermediate absolute symlinked directory is followed", fixture.Layout{"out/real/b.txt": "B", "out/d -> $WD/out/real": ""}, "", "d/b.txt",
 		byClass(served("B", "real/b.txt"), refused(refusal.SymlinkRefused))},
-	{"an intermediate link out of the workdir is outside_root", Layout{"out/d -> ../../outside": ""}, "", "d/secret.txt",
+	{"an intermediate link out of the workdir is outside_root", fixture.Layout{"out/d -> ../../outside": ""}, "", "d/secret.txt",
 		byClass(refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused))},
-	{"a dangling link is not_found", Layout{"out/l -> nowhere": ""}, "", "l",
+	{"a dangling link is not_found", fixture.Layout{"out/l -> nowhere": ""}, "", "l",
 		byClass(refused(refusal.NotFound), refused(refusal.SymlinkRefused))},
-	{"a dangling intermediate link is not_found", Layout{"out/l -> nowhere": ""}, "", "l/x",
+	{"a dangling intermediate link is not_found", fixture.Layout{"out/l -> nowhere": ""}, "", "l/x",
 		byClass(refused(refusal.NotFound), refused(refusal.SymlinkRefused))},
-	{"a link with a trailing slash after a file is not_found", Layout{"out/a.txt": "A", "out/l -> a.txt/": ""}, "", "l",
+	{"a link with a trailing slash after a file is not_found", fixture.Layout{"out/a.txt": "A", "out/l -> a.txt/": ""}, "", "l",
 		byClass(refused(refusal.NotFound), refused(refusal.SymlinkRefused))},
-	{"a self loop is symlink_refused", Layout{"out/l -> l": ""}, "", "l", both(refused(refusal.SymlinkRefused))},
-	{"a two-link loop is symlink_refused", Layout{"out/l1 -> l2": "", "out/l2 -> l1": ""}, "", "l1", both(refused(refusal.SymlinkRefused))},
-	{"a link to the root itself is outside_root", Layout{"out/self -> .": ""}, "", "self",
+	{"a self loop is symlink_refused", fixture.Layout{"out/l -> l": ""}, "", "l", both(refused(refusal.SymlinkRefused))},
+	{"a two-link loop is symlink_refused", fixture.Layout{"out/l1 -> l2": "", "out/l2 -> l1": ""}, "", "l1", both(refused(refusal.SymlinkRefused))},
+	{"a link to the root itself is outside_root", fixture.Layout{"out/self -> .": ""}, "", "self",
 		byClass(refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused))},
-	{"a file through a link to the root is served under its canonical path", Layout{"out/a.txt": "A", "out/self -> .": ""}, "", "self/a.txt",
+	{"a file through a link to the root is served under its canonical path", fixture.Layout{"out/a.txt": "A", "out/self -> .": ""}, "", "self/a.txt",
 		byClass(served("A", "a.txt"), refused(refusal.SymlinkRefused))},
-	{"a link climbing back to the root as the final target is outside_root", Layout{"out/d/up -> ..": ""}, "", "d/up",
+	{"a link climbing back to the root as the final target is outside_root", fixture.Layout{"out/d/up -> ..": ""}, "", "d/up",
 		byClass(refused(refusal.OutsideRoot), refused(refusal.SymlinkRefused))},
-	{"a file through a link climbing to the root is served", Layout{"out/a.txt": "A", "out/d/up -> ..": ""}, "", "d/up/a.txt",
+	{"a file through a link climbing to the root is served", fixture.Layout{"out/a.txt": "A", "out/d/up -> ..": ""}, "", "d/up/a.txt",
 		byClass(served("A", "a.txt"), refused(refusal.SymlinkRefused))},
-	{"a link to a directory is not_a_regular_file", Layout{"out/d/": "", "out/l -> d": ""}, "", "l",
+	{"a link to a directory is not_a_regular_file", fixture.Layout{"out/d/": "", "out/l -> d": ""}, "", "l",
 		byClass(refused(refusal.NotARegularFile), refused(refusal.SymlinkRefused))},
-	{"a link to a FIFO is not_a_regular_file", Layout{"out/pipe|": "", "out/l -> pipe": ""}, "", "l",
+	{"a link to a FIFO is not_a_regular_file", fixture.Layout{"out/pipe|": "", "out/l -> pipe": ""}, "", "l",
 		byClass(refused(refusal.NotARegularFile), refused(refusal.SymlinkRefused))},
-	{"a link to a socket is not_a_regular_file", Layout{"out/sock=": "", "out/l -> sock": ""}, "", "l",
+	{"a link to a socket is not_a_regular_file", fixture.Layout{"out/sock=": "", "out/l -> sock": ""}, "", "l",
 		byClass(refused(refusal.NotARegularFile), refused(refusal.SymlinkRefused))},
 
 	// The declared root's own path: symlinks followed at every class, never out of the workdir.
-	{"a missing root is not_found", Layout{}, "", "a.txt", both(refused(refusal.NotFound))},
-	{"a root that is a file is not_found", Layout{"out": "A"}, "", "a.txt", both(refused(refusal.NotFound))},
-	{"a root that is a FIFO is not_found", Layout{"out|": ""}, "", "a.txt", both(refused(refusal.NotFound))},
-	{"a root beneath a file is not_found", Layout{"data": "D"}, "data/out", "a.txt", both(refused(refusal.NotFound))},
-	{"a root with a trailing slash is served", Layout{"out/a.txt": "A"}, "out/", "a.txt", both(served("A", "a.txt"))},
-	{"a nested root is served", Layout{"data/out/a.txt": "A"}, "data/out", "a.txt", both(served("A", "a.txt"))},
-	{"a root symlinked inside the workdir is followed at every class", Layout{"real/a.txt": "R", "out -> real": ""}, "", "a.txt",
+	{"a missing root is not_found", fixture.Layout{}, "", "a.txt", both(refused(refusal.NotFound))},
+	{"a root that is a file is not_found", fixture.Layout{"out": "A"}, "", "a.txt", both(refused(refusal.NotFound))},
+	{"a root that is a FIFO is not_found", fixture.Layout{"out|": ""}, "", "a.txt", both(refused(refusal.NotFound))},
+	{"a root beneath a file is not_found", fixture.Layout{"data": "D"}, "data/out", "a.txt", both(refused(refusal.NotFound))},
+	{"a root with a trailing slash is served", fixture.Layout{"out/a.txt": "A"}, "out/", "a.txt", both(served("A", "a.txt"))},
+	{"a nested root is served", fixture.Layout{"data/out/a.txt": "A"}, "data/out", "a.txt", both(served("A", "a.txt"))},
+	{"a root symlinked inside the workdir is followed at every class", fixture.Layout{"real/a.txt": "R", "out -> real": ""}, "", "a.txt",
 		both(served("R", "a.txt"))},
-	{"a root symlinked absolutely inside the workdir is followed at every class", Layout{"real/a.txt": "R", "out -> $WD/real": ""}, "", "a.txt",
+	{"a root symlinked absolutely inside the workdir is followed at every class", fixture.Layout{"real/a.txt": "R", "out -> $WD/real": ""}, "", "a.txt",
 		both(served("R", "a.txt"))},
-	{"a root beneath a symlinked directory is followed at every class", Layout{"store/out/a.txt": "S", "data -> store": ""}, "data/out", "a.txt",
+	{"a root beneath a symlinked directory is followed at every class", fixture.Layout{"store/out/a.txt": "S", "data -> store": ""}, "data/out", "a.txt",
 		both(served("S", "a.txt"))},
-	{"a root symlinked to the workdir itself is the workdir", Layout{"w.txt": "W", "out -> .": ""}, "", "w.txt",
+	{"a root symlinked to the workdir itself is the workdir", fixture.Layout{"w.txt": "W", "out -> .": ""}, "", "w.txt",
 		both(served("W", "w.txt"))},
-	{"the class rule still applies beneath a symlinked root", Layout{"real/a.txt": "R", "real/l -> a.txt": "", "out -> real": ""}, "", "l",
+	{"the class rule still applies beneath a symlinked root", fixture.Layout{"real/a.txt": "R", "real/l -> a.txt": "", "out -> real": ""}, "", "l",
 		byClass(served("R", "a.txt"), refused(refusal.SymlinkRefused))},
-	{"a root symlinked out of the workdir is outside_root", Layout{"out -> ../outside": ""}, "", "secret.txt",
+	{"a root symlinked out of the workdir is outside_root", fixture.Layout{"out -> ../outside": ""}, "", "secret.txt",
 		both(refused(refusal.OutsideRoot))},
-	{"a root symlinked absolutely out of the workdir is outside_root", Layout{"out -> $WD/../outside": ""}, "", "a.txt",
+	{"a root symlinked absolutely out of the workdir is outside_root", fixture.Layout{"out -> $WD/../outside": ""}, "", "a.txt",
 		both(refused(refusal.OutsideRoot))},
-	{"a root linked out of the workdir and straight back is followed", Layout{"real/a.txt": "R", "out -> ../$WDNAME/real": ""}, "", "a.txt",
+	{"a root linked out of the workdir and straight back is followed", fixture.Layout{"real/a.txt": "R", "out -> ../$WDNAME/real": ""}, "", "a.txt",
 		both(served("R", "a.txt"))},
-	{"a root linked absolutely through the workdir's parent and back is followed", Layout{"real/a.txt": "R", "out -> $WD/../$WDNAME/real": ""}, "", "a.txt",
+	{"a root linked absolutely through the workdir's parent and back is followed", fixture.Layout{"real/a.txt": "R", "out -> $WD/../$WDNAME/real": ""}, "", "a.txt",
 		both(served("R", "a.txt"))},
 	{"a root that comes back only through a symlink outside the workdir is outside_root",
-		Layout{"real/a.txt": "R", "../alias -> $WD": "", "out -> ../alias/real": ""}, "", "a.txt",
+		fixture.Layout{"real/a.txt": "R", "../alias -> $WD": "", "out -> ../alias/real": ""}, "", "a.txt",
 		both(refused(refusal.OutsideRoot))},
-	{"a root symlink loop is symlink_refused", Layout{"out -> out": ""}, "", "a.txt", both(refused(refusal.SymlinkRefused))},
-	{"a dangling root symlink is not_found", Layout{"out -> nowhere": ""}, "", "a.txt", both(refused(refusal.NotFound))},
-	{"an unsearchable root is io_error permission denied", Layout{"out/ !": "", "out/a.txt": "A"}, "", "a.txt", both(ioError("permission denied"))},
+	{"a root symlink loop is symlink_refused", fixture.Layout{"out -> out": ""}, "", "a.txt", both(refused(refusal.SymlinkRefused))},
+	{"a dangling root symlink is not_found", fixture.Layout{"out -> nowhere": ""}, "", "a.txt", both(refused(refusal.NotFound))},
+	{"an unsearchable root is io_error permission denied", fixture.Layout{"out/ !": "", "out/a.txt": "A"}, "", "a.txt", both(ioError("permission denied"))},
 }
 
 func runOpenFile(t *testing.T, build Builder) {
@@ -244,8 +246,8 @@ func checkOpen(t *testing.T, fx Fixture, root string, rel pathpolicy.RelPath, cl
 	if f.Size() != int64(len(data)) {
 		t.Errorf("Size() = %d, read %d bytes", f.Size(), len(data))
 	}
-	if !f.ModTime().Equal(MTime) {
-		t.Errorf("ModTime() = %v, want %v", f.ModTime(), MTime)
+	if !f.ModTime().Equal(fixture.MTime) {
+		t.Errorf("ModTime() = %v, want %v", f.ModTime(), fixture.MTime)
 	}
 }
 
@@ -271,7 +273,7 @@ func checkRefusal(t *testing.T, fx Fixture, err error, w want) {
 
 type walkCase struct {
 	rule   string
-	layout Layout
+	layout fixture.Layout
 	root   string // "out" when empty
 	// want lists "path=content", or "path(canonical)=content" when the file's Path differs
 	// from the reported path, under sealed and advisory, then under scoped.
@@ -281,18 +283,18 @@ type walkCase struct {
 
 var walkCases = []walkCase{
 	{rule: "files are listed recursively in bytewise order, dotfiles included",
-		layout: Layout{"out/b.txt": "B", "out/a/x": "X", "out/a.txt": "A", "out/.hidden": "H", "out/a-b": "AB", "out/a0": "Z", "out/d/e/f": "F"},
+		layout: fixture.Layout{"out/b.txt": "B", "out/a/x": "X", "out/a.txt": "A", "out/.hidden": "H", "out/a-b": "AB", "out/a0": "Z", "out/d/e/f": "F"},
 		want:   bothList(".hidden=H", "a-b=AB", "a.txt=A", "a/x=X", "a0=Z", "b.txt=B", "d/e/f=F")},
 	{rule: "order is by the reported bytes, invalid UTF-8 replaced per byte",
-		layout: Layout{"out/é.txt": "E", "out/z": "Z", "out/ä/x": "AX", "out/a\xff\xfe": "BAD", "out/a\uFFFE": "NC"},
+		layout: fixture.Layout{"out/é.txt": "E", "out/z": "Z", "out/ä/x": "AX", "out/a\xff\xfe": "BAD", "out/a\uFFFE": "NC"},
 		want:   bothList("a\uFFFD\uFFFD(a\xff\xfe)=BAD", "a\uFFFE=NC", "z=Z", "ä/x=AX", "é.txt=E")},
 	{rule: "FIFOs, sockets, unreadable files and directories, and empty directories are left out",
-		layout: Layout{"out/a": "A", "out/pipe|": "", "out/sock=": "", "out/locked.txt !": "L", "out/locked/ !": "",
+		layout: fixture.Layout{"out/a": "A", "out/pipe|": "", "out/sock=": "", "out/locked.txt !": "L", "out/locked/ !": "",
 			"out/locked/x": "X", "out/empty/": "", "out/z": "Z"},
 		want: bothList("a=A", "z=Z")},
-	{rule: "device nodes are left out", layout: Layout{"out/a": "A", "out/null#": ""}, want: bothList("a=A")},
+	{rule: "device nodes are left out", layout: fixture.Layout{"out/a": "A", "out/null#": ""}, want: bothList("a=A")},
 	{rule: "a symlink to a regular file inside is listed under its own path; scoped lists no symlink",
-		layout: Layout{
+		layout: fixture.Layout{
 			"out/real.txt": "R", "out/alias -> real.txt": "", "out/abs -> $WD/out/real.txt": "", "out/d/up -> ../real.txt": "",
 			"out/d/f": "F", "out/self -> .": "", "out/selfpath -> ./real.txt": "",
 		},
@@ -300,22 +302,31 @@ var walkCases = []walkCase{
 			[]string{"abs(real.txt)=R", "alias(real.txt)=R", "d/f=F", "d/up(real.txt)=R", "real.txt=R", "selfpath(real.txt)=R"},
 			[]string{"d/f=F", "real.txt=R"})},
 	{rule: "symlinks that dangle, loop, leave the root or name no regular file are left out; linked directories are not descended",
-		layout: Layout{
+		layout: fixture.Layout{
 			"out/a": "A", "out/dangling -> nowhere": "", "out/loop -> loop": "", "out/out -> ../secret.txt": "",
 			"out/back -> ../out/a": "", "out/far -> ../../outside/secret.txt": "", "out/abs -> $WD/secret.txt": "",
 			"out/dirlink -> d": "", "out/d/f": "F", "out/outdir -> ../../outside": "", "out/pipe|": "",
 			"out/pipelink -> pipe": "", "out/lockedlink -> locked": "", "out/locked !": "L",
 		},
 		want: bothList("a=A", "d/f=F")},
-	{rule: "a missing root is empty", layout: Layout{}, want: bothList()},
-	{rule: "an empty root is empty", layout: Layout{"out/": ""}, want: bothList()},
-	{rule: "a root that is a file is empty", layout: Layout{"out": "A"}, want: bothList()},
-	{rule: "a root beneath a file is empty", layout: Layout{"data": "D"}, root: "data/out", want: bothList()},
-	{rule: "a root symlinked inside the workdir is listed at every class", layout: Layout{"real/a": "A", "out -> real": ""},
+	{rule: "a missing root is empty", layout: fixture.Layout{}, want: bothList()},
+	{rule: "an empty root is empty", layout: fixture.Layout{"out/": ""}, want: bothList()},
+	{rule: "a root that is a file is empty", layout: fixture.Layout{"out": "A"}, want: bothList()},
+	{rule: "a root beneath a file is empty", layout: fixture.Layout{"data": "D"}, root: "data/out", want: bothList()},
+	{rule: "a root symlinked inside the workdir is listed at every class", layout: fixture.Layout{"real/a": "A", "out -> real": ""},
 		want: bothList("a=A")},
-	{rule: "a root symlinked out of the workdir is outside_root", layout: Layout{"out -> ../outside": ""}, code: refusal.OutsideRoot},
-	{rule: "a root symlink loop is symlink_refused", layout: Layout{"out -> out": ""}, code: refusal.SymlinkRefused},
-	{rule: "an unreadable root is io_error", layout: Layout{"out/ !": "", "out/a": "A"}, code: refusal.IOError},
+	{rule: "a root symlinked out of the workdir is outside_root", layout: fixture.Layout{"out -> ../outside": ""}, code: refusal.OutsideRoot},
+	{rule: "a root symlink loop is symlink_refused", layout: fixture.Layout{"out -> out": ""}, code: refusal.SymlinkRefused},
+	{rule: "an unreadable root is io_error", layout: fixture.Layout{"out/ !": "", "out/a": "A"}, code: refusal.IOError},
+}
+
+// with returns the union of layouts; later ones win.
+func with(layouts ...fixture.Layout) fixture.Layout {
+	u := fixture.Layout{}
+	for _, l := range layouts {
+		maps.Copy(u, l)
+	}
+	return u
 }
 
 func bothList(l ...string) [2][]string                { return [2][]string{l, l} }
@@ -369,8 +380,8 @@ func list(t *testing.T, fs ports.ExportFS, root string, class containment.Class)
 			if f.Size() != int64(len(data)) {
 				t.Errorf("%q: Size() = %d, read %d bytes", p, f.Size(), len(data))
 			}
-			if !f.ModTime().Equal(MTime) {
-				t.Errorf("%q: ModTime() = %v, want %v", p, f.ModTime(), MTime)
+			if !f.ModTime().Equal(fixture.MTime) {
+				t.Errorf("%q: ModTime() = %v, want %v", p, f.ModTime(), fixture.MTime)
 			}
 			entry := p
 			if f.Path() != p {
@@ -388,7 +399,7 @@ func runChanges(t *testing.T, build Builder) {
 	t.Run("a root created after the filesystem is served and listed", func(t *testing.T) {
 		fx := build(t, around)
 		checkOpen(t, fx, "out", a, containment.Sealed, refused(refusal.NotFound))
-		fx.Apply(Layout{"out/a.txt": "A"})
+		fx.Apply(fixture.Layout{"out/a.txt": "A"})
 		checkOpen(t, fx, "out", a, containment.Sealed, served("A", "a.txt"))
 		got, err := list(t, fx.FS, "out", containment.Scoped)
 		if err != nil || !slices.Equal(got, []string{"a.txt=A"}) {
@@ -396,9 +407,9 @@ func runChanges(t *testing.T, build Builder) {
 		}
 	})
 	t.Run("a root re-pointed out of the workdir is refused at the next call", func(t *testing.T) {
-		fx := build(t, with(around, Layout{"out/a.txt": "A"}))
+		fx := build(t, with(around, fixture.Layout{"out/a.txt": "A"}))
 		checkOpen(t, fx, "out", a, containment.Advisory, served("A", "a.txt"))
-		fx.Apply(Layout{"out -> ../outside": ""})
+		fx.Apply(fixture.Layout{"out -> ../outside": ""})
 		for _, class := range classes {
 			checkOpen(t, fx, "out", a, class, refused(refusal.OutsideRoot))
 			if _, err := list(t, fx.FS, "out", class); !refusal.Is(err, refusal.OutsideRoot) {
@@ -407,13 +418,13 @@ func runChanges(t *testing.T, build Builder) {
 		}
 	})
 	t.Run("a file replaced after it was opened keeps serving the opened bytes", func(t *testing.T) {
-		fx := build(t, with(around, Layout{"out/a.txt": "old bytes"}))
+		fx := build(t, with(around, fixture.Layout{"out/a.txt": "old bytes"}))
 		f, err := fx.FS.OpenFile("out", a, containment.Sealed)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		fx.Apply(Layout{"out/a.txt": "new"})
+		fx.Apply(fixture.Layout{"out/a.txt": "new"})
 		data, err := io.ReadAll(f)
 		if err != nil || string(data) != "old bytes" || f.Size() != int64(len("old bytes")) {
 			t.Errorf("read %q (size %d), %v; want the opened version", data, f.Size(), err)
@@ -421,7 +432,7 @@ func runChanges(t *testing.T, build Builder) {
 		checkOpen(t, fx, "out", a, containment.Sealed, served("new", "a.txt"))
 	})
 	t.Run("an error from visit stops the walk and is returned as is", func(t *testing.T) {
-		fx := build(t, with(around, Layout{"out/a": "A", "out/b": "B", "out/c": "C"}))
+		fx := build(t, with(around, fixture.Layout{"out/a": "A", "out/b": "B", "out/c": "C"}))
 		stop := errors.New("stop")
 		var seen []string
 		err := fx.FS.Walk("out", containment.Sealed, func(p string, _ ports.File) error {
@@ -436,7 +447,7 @@ func runChanges(t *testing.T, build Builder) {
 		}
 	})
 	t.Run("a file handed to visit is closed after visit returns", func(t *testing.T) {
-		fx := build(t, with(around, Layout{"out/a": "A"}))
+		fx := build(t, with(around, fixture.Layout{"out/a": "A"}))
 		var kept ports.File
 		err := fx.FS.Walk("out", containment.Sealed, func(_ string, f ports.File) error {
 			kept = f

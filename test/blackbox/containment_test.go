@@ -1,16 +1,15 @@
 package blackbox_test
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -22,64 +21,56 @@ const (
 	bbFifoDeadline = 3 * time.Second
 )
 
-// bbSymlinkCapsule lays out out/ with every kind of symlink the class rule distinguishes. The
-// absolute links, the FIFO and the socket need the workdir's path, so they are made after
-// launch (the root is resolved at every request).
-func bbSymlinkCapsule(t *testing.T, class string) (*harness.Process, bbSession, func()) {
+// bbSymlinkCapsule lays out out/ with every kind of symlink the class rule distinguishes, a
+// FIFO and a socket. The absolute links out of the workdir name the directory beside it, whose
+// path is known only once the capsule is written, so they are made after launch (the root is
+// resolved at every request).
+func bbSymlinkCapsule(t *testing.T, class string) (*harness.Process, bbSession) {
 	t.Helper()
 	p := harness.Start(t, harness.Capsule{
 		Manifest: bbFilesManifest("out/", ""),
 		Args:     []string{"--containment", class},
-		Files: map[string]string{
-			"out/a.txt":        bbInsideA,
-			"out/sub/b.txt":    bbInsideB,
-			"out/rel_in":       "-> a.txt",
-			"out/chain":        "-> rel_in",
-			"out/rel_out":      "-> ../secret.txt",
-			"out/linkdir":      "-> sub",
-			"out/dangling":     "-> nope.txt",
-			"out/loop":         "-> loop",
-			"out/loopa":        "-> loopb",
-			"out/loopb":        "-> loopa",
-			"out/self":         "-> .",
-			"out/x":            "-> ../out/a.txt",
-			"out/up":           "-> ..",
-			"out/dangling_out": "-> ../nonexist/zz",
-			"out/sub/uplink":   "-> ../a.txt",
-			"out/sub/escape":   "-> ../../secret.txt",
-			"out/linkfifo":     "-> fifo",
-			"out/dotlink":      "-> ./a.txt",
-			"out/dotdotin":     "-> sub/../a.txt",
-			"out/slash":        "-> a.txt/",
-			"out/sub/sibling":  "-> ../sub/b.txt",
-			"out/updown":       "-> ../out",
-			"secret.txt":       bbWorkdirLeak,
+		Files: fixture.Layout{
+			"out/a.txt":                             bbInsideA,
+			"out/sub/b.txt":                         bbInsideB,
+			"out/rel_in -> a.txt":                   "",
+			"out/chain -> rel_in":                   "",
+			"out/rel_out -> ../secret.txt":          "",
+			"out/linkdir -> sub":                    "",
+			"out/dangling -> nope.txt":              "",
+			"out/loop -> loop":                      "",
+			"out/loopa -> loopb":                    "",
+			"out/loopb -> loopa":                    "",
+			"out/self -> .":                         "",
+			"out/x -> ../out/a.txt":                 "",
+			"out/up -> ..":                          "",
+			"out/dangling_out -> ../nonexist/zz":    "",
+			"out/sub/uplink -> ../a.txt":            "",
+			"out/sub/escape -> ../../secret.txt":    "",
+			"out/linkfifo -> fifo":                  "",
+			"out/dotlink -> ./a.txt":                "",
+			"out/dotdotin -> sub/../a.txt":          "",
+			"out/slash -> a.txt/":                   "",
+			"out/sub/sibling -> ../sub/b.txt":       "",
+			"out/updown -> ../out":                  "",
+			"out/abs_in -> $WD/out/a.txt":           "",
+			"out/abslinkdir -> $WD/out/sub":         "",
+			"out/absself -> $WD/out":                "",
+			"out/abs_wd -> $WD":                     "",
+			"out/absdotdot -> $WD/out/sub/../a.txt": "",
+			"out/fifo|":                             "",
+			"out/sock=":                             "",
+			"secret.txt":                            bbWorkdirLeak,
+			"../outside/s.txt":                      bbOutsideLeak,
+			"../outside/sub/b.txt":                  bbOutsideLeak,
 		},
 	})
 	outside := filepath.Join(p.Dir, "outside")
-	harness.Layout(t, outside, map[string]string{"s.txt": bbOutsideLeak, "sub/b.txt": bbOutsideLeak})
-	out := filepath.Join(p.Workdir, "out")
-	for name, target := range map[string]string{
-		"abs_in":     filepath.Join(out, "a.txt"),
-		"abslinkdir": filepath.Join(out, "sub"),
-		"absself":    out,
-		"abs_out":    filepath.Join(outside, "s.txt"),
-		"abs_outdir": outside,
-		"abs_wd":     p.Workdir,
-		"absdotdot":  filepath.Join(out, "sub") + "/../a.txt",
-	} {
-		if err := os.Symlink(target, filepath.Join(out, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := syscall.Mkfifo(filepath.Join(out, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("unix", filepath.Join(out, "sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, bbSessionOf(t, p.Ready), func() { _ = ln.Close() }
+	fixture.Write(t, p.Workdir, fixture.Layout{
+		"out/abs_out -> " + filepath.Join(outside, "s.txt"): "",
+		"out/abs_outdir -> " + outside:                      "",
+	})
+	return p, bbSessionOf(t, p.Ready)
 }
 
 // bbOutcome is an expected answer: a body on 200, else a status and code.
@@ -158,17 +149,16 @@ func TestSymlinksAreDecidedByTheContainmentClass(t *testing.T) {
 	}
 	for _, class := range []string{"advisory", "scoped", "sealed"} {
 		t.Run(class, func(t *testing.T) {
-			p, s, done := bbSymlinkCapsule(t, class)
-			defer done()
+			p, s := bbSymlinkCapsule(t, class)
 			for _, tc := range tests {
 				t.Run(tc.path, func(t *testing.T) {
 					want := tc.scoped
 					if bbFollows[class] {
 						want = tc.followed
 					}
-					mark := len(bbTraceLines(t, s.trace))
+					mark := len(harness.TraceLines(t, s.trace))
 					start := time.Now()
-					r := bbDo(t, s.addr, "GET", "/resources/files/"+tc.path, bbFifoDeadline)
+					r := harness.RequestWithin(t, s.addr, "GET", "/resources/files/"+tc.path, bbFifoDeadline)
 					if d := time.Since(start); d > 2*time.Second {
 						t.Errorf("answer took %v: a FIFO or a loop was waited on", d)
 					}
@@ -187,7 +177,7 @@ func TestSymlinksAreDecidedByTheContainmentClass(t *testing.T) {
 							t.Fatalf("served a byte from outside the root:\n%s", r.Raw)
 						}
 					}
-					bbCheckRead(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], ev)
+					bbCheckRead(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], ev)
 				})
 			}
 			if _, err := os.Stat(filepath.Join(p.Workdir, "out/fifo")); err != nil {
@@ -213,15 +203,14 @@ func TestListingOmitsWhatTheClassRefuses(t *testing.T) {
 		"sub/uplink": bbInsideA}
 	for _, class := range []string{"advisory", "scoped", "sealed"} {
 		t.Run(class, func(t *testing.T) {
-			p, s, done := bbSymlinkCapsule(t, class)
-			defer done()
+			p, s := bbSymlinkCapsule(t, class)
 			aInfo, err := os.Stat(filepath.Join(p.Workdir, "out/a.txt"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			mark := len(bbTraceLines(t, s.trace))
+			mark := len(harness.TraceLines(t, s.trace))
 			start := time.Now()
-			r := bbDo(t, s.addr, "GET", "/resources/files", bbFifoDeadline)
+			r := harness.RequestWithin(t, s.addr, "GET", "/resources/files", bbFifoDeadline)
 			if d := time.Since(start); d > 2*time.Second {
 				t.Errorf("listing took %v: a FIFO was waited on", d)
 			}
@@ -233,8 +222,8 @@ func TestListingOmitsWhatTheClassRefuses(t *testing.T) {
 			for _, e := range l.Entries {
 				c := content[e.Path]
 				total += len(c)
-				if e.SizeBytes != int64(len(c)) || e.SHA256 != bbSHA([]byte(c)) {
-					t.Errorf("entry %+v, want size %d sha256 %s", e, len(c), bbSHA([]byte(c)))
+				if e.SizeBytes != int64(len(c)) || e.SHA256 != harness.SHA256Hex([]byte(c)) {
+					t.Errorf("entry %+v, want size %d sha256 %s", e, len(c), harness.SHA256Hex([]byte(c)))
 				}
 				if (c == bbInsideA) && e.MTimeMs != aInfo.ModTime().UnixMilli() {
 					t.Errorf("entry %s mtime %d, want the target's %d", e.Path, e.MTimeMs, aInfo.ModTime().UnixMilli())
@@ -242,12 +231,12 @@ func TestListingOmitsWhatTheClassRefuses(t *testing.T) {
 			}
 			for _, leak := range []string{bbWorkdirLeak, bbOutsideLeak} {
 				for _, e := range l.Entries {
-					if e.SHA256 == bbSHA([]byte(leak)) || e.SizeBytes == int64(len(leak)) {
+					if e.SHA256 == harness.SHA256Hex([]byte(leak)) || e.SizeBytes == int64(len(leak)) {
 						t.Errorf("listing reports an outside file: %+v", e)
 					}
 				}
 			}
-			bbCheckList(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbListEvent{root: "out/", entries: len(want[class]),
+			bbCheckList(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbListEvent{root: "out/", entries: len(want[class]),
 				totalBytes: total, bbOutcome: "ok"})
 		})
 	}
@@ -263,14 +252,14 @@ func TestSymlinkedRootIsFollowedAtEveryClass(t *testing.T) {
 			p := harness.Start(t, harness.Capsule{
 				Manifest: bbFilesManifest("data/out", ""),
 				Args:     []string{"--containment", class},
-				Files: map[string]string{
+				Files: fixture.Layout{
 					"real/out/a.txt": bbInsideA,
-					"data":           "-> real",
+					"data -> real":   "",
 				},
 			})
 			s := bbSessionOf(t, p.Ready)
-			bbServed(t, bbGet(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "data/out")
-			l := bbDecodeListing(t, bbGet(t, s.addr, "/resources/files"), 0, class, "data/out")
+			bbServed(t, harness.Get(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "data/out")
+			l := bbDecodeListing(t, harness.Get(t, s.addr, "/resources/files"), 0, class, "data/out")
 			if got := bbPaths(l); !slices.Equal(got, []string{"a.txt"}) {
 				t.Errorf("entries %q", got)
 			}
@@ -289,44 +278,37 @@ func TestRootRePointedOutsideTheWorkdirIsRefused(t *testing.T) {
 			p := harness.Start(t, harness.Capsule{
 				Manifest: bbFilesManifest("out/", ""),
 				Args:     []string{"--containment", class},
-				Files:    map[string]string{"out/a.txt": bbInsideA},
+				Files:    fixture.Layout{"out/a.txt": bbInsideA},
 			})
 			s := bbSessionOf(t, p.Ready)
 			outside := filepath.Join(p.Dir, "outside")
-			harness.Layout(t, outside, map[string]string{"a.txt": bbOutsideLeak})
+			fixture.Write(t, outside, fixture.Layout{"a.txt": bbOutsideLeak})
 			out := filepath.Join(p.Workdir, "out")
-			bbServed(t, bbGet(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "out/")
+			bbServed(t, harness.Get(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "out/")
 
 			if err := os.Rename(out, out+".orig"); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Symlink(outside, out); err != nil {
-				t.Fatal(err)
-			}
-			mark := len(bbTraceLines(t, s.trace))
-			r := bbGet(t, s.addr, "/resources/files/a.txt")
+			fixture.Write(t, p.Workdir, fixture.Layout{"out -> " + outside: ""})
+			mark := len(harness.TraceLines(t, s.trace))
+			r := harness.Get(t, s.addr, "/resources/files/a.txt")
 			if strings.Contains(string(r.Raw), bbOutsideLeak) {
 				t.Fatalf("served the outside file through a re-pointed root:\n%s", r.Raw)
 			}
 			msg := bbFilesRefusal(t, r, 403, "outside_root", 0)
-			bbCheckRead(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbReadEvent{path: "a.txt", bbOutcome: "outside_root", reason: msg})
+			bbCheckRead(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbReadEvent{path: "a.txt", bbOutcome: "outside_root", reason: msg})
 
-			mark = len(bbTraceLines(t, s.trace))
-			r = bbGet(t, s.addr, "/resources/files")
-			if strings.Contains(string(r.Raw), bbSHA([]byte(bbOutsideLeak))) {
+			mark = len(harness.TraceLines(t, s.trace))
+			r = harness.Get(t, s.addr, "/resources/files")
+			if strings.Contains(string(r.Raw), harness.SHA256Hex([]byte(bbOutsideLeak))) {
 				t.Fatalf("listed the outside file through a re-pointed root:\n%s", r.Raw)
 			}
 			msg = bbFilesRefusal(t, r, 403, "outside_root", 0)
-			bbCheckList(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbListEvent{bbOutcome: "outside_root", reason: msg})
+			bbCheckList(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbListEvent{bbOutcome: "outside_root", reason: msg})
 
 			// Pointed back inside the workdir: followed again.
-			if err := os.Remove(out); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink("out.orig", out); err != nil {
-				t.Fatal(err)
-			}
-			bbServed(t, bbGet(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "out/")
+			fixture.Write(t, p.Workdir, fixture.Layout{"out -> out.orig": ""})
+			bbServed(t, harness.Get(t, s.addr, "/resources/files/a.txt"), []byte(bbInsideA), 0, class, "out/")
 		})
 	}
 }
@@ -345,21 +327,16 @@ func TestUnreadableFileIsIOError(t *testing.T) {
 		wrapper = []string{setpriv, "--bounding-set", "-dac_override,-dac_read_search"}
 	}
 	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Wrapper: wrapper,
-		Files: map[string]string{"out/a.txt": bbInsideA, "out/locked.txt": "locked"}})
+		Files: fixture.Layout{"out/a.txt": bbInsideA, "out/locked.txt !": "locked"}})
 	s := bbSessionOf(t, p.Ready)
-	locked := filepath.Join(p.Workdir, "out/locked.txt")
-	if err := os.Chmod(locked, 0); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Chmod(locked, 0o644)
-	mark := len(bbTraceLines(t, s.trace))
-	r := bbGet(t, s.addr, "/resources/files/locked.txt")
+	mark := len(harness.TraceLines(t, s.trace))
+	r := harness.Get(t, s.addr, "/resources/files/locked.txt")
 	msg := bbFilesRefusal(t, r, 500, "io_error", 0)
 	if strings.Contains(msg, p.Workdir) || strings.Contains(msg, "locked.txt") {
 		t.Errorf("io_error message names a path: %q", msg)
 	}
-	bbCheckRead(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbReadEvent{path: "locked.txt", bbOutcome: "io_error", reason: msg})
-	l := bbDecodeListing(t, bbGet(t, s.addr, "/resources/files"), 0, "advisory", "out/")
+	bbCheckRead(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbReadEvent{path: "locked.txt", bbOutcome: "io_error", reason: msg})
+	l := bbDecodeListing(t, harness.Get(t, s.addr, "/resources/files"), 0, "advisory", "out/")
 	if got := bbPaths(l); !slices.Equal(got, []string{"a.txt"}) {
 		t.Errorf("entries %q, want only a.txt", got)
 	}

@@ -8,26 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
-
-// bbControl sends one request to the control socket and returns the status and raw body.
-func bbControl(t testing.TB, sock, method, route, body string) (int, []byte) {
-	t.Helper()
-	return harness.ControlRaw(t, sock, method, route, body)
-}
-
-// bbControlError asserts a control API refusal: status and exactly {"error","message"}.
-func bbControlError(t testing.TB, status int, raw []byte, wantStatus int, code string) {
-	t.Helper()
-	if status != wantStatus {
-		t.Fatalf("status %d, want %d: %s", status, wantStatus, raw)
-	}
-	bbWantKeys(t, "control refusal", raw, "error", "message")
-	if obj := bbObj(t, raw); obj["error"] != code || obj["message"] == "" {
-		t.Errorf("body %s, want error %q with a message", raw, code)
-	}
-}
 
 // TestControlAPIAnswersByTheInterface pins docs/control-api.md: the socket is mode 0600
 // at <workdir>/.murmur/<session id>/control.sock; GET /v1/status has exactly session_id,
@@ -54,24 +37,24 @@ func TestControlAPIAnswersByTheInterface(t *testing.T) {
 		}
 	})
 	t.Run("GET /v1/status", func(t *testing.T) {
-		status, raw := bbControl(t, sock, "GET", "/v1/status", "")
-		if status != 200 {
-			t.Fatalf("status %d: %s", status, raw)
+		a := harness.Control(t, sock, "GET", "/v1/status", nil)
+		if a.Status != 200 {
+			t.Fatalf("status %d: %s", a.Status, a.Raw)
 		}
-		bbWantKeys(t, "status", raw, "session_id", "generation", "containment", "planes", "tools", "audience", "url")
+		harness.RequireKeys(t, "status", a.Raw, "session_id", "generation", "containment", "planes", "tools", "audience", "url")
 		want := `{"session_id":"` + p.Ready.SessionID + `","generation":0,"containment":"sealed","planes":["files"],"tools":[],"audience":"` +
 			p.Ready.Audience + `","url":"` + p.Ready.URL + `"}`
-		if strings.TrimSpace(string(raw)) != want {
-			t.Errorf("status\n got %s\nwant %s", raw, want)
+		if strings.TrimSpace(string(a.Raw)) != want {
+			t.Errorf("status\n got %s\nwant %s", a.Raw, want)
 		}
 		if p.Ready.Audience != "reporter@"+strings.TrimPrefix(p.Ready.URL, "http://") {
 			t.Errorf("audience %q for url %q", p.Ready.Audience, p.Ready.URL)
 		}
 	})
 	t.Run("GET /v1/tools with nothing declared", func(t *testing.T) {
-		status, raw := bbControl(t, sock, "GET", "/v1/tools", "")
-		if status != 200 || strings.TrimSpace(string(raw)) != `{"tools":[]}` {
-			t.Errorf("tools %d %s, want 200 {\"tools\":[]}", status, raw)
+		a := harness.Control(t, sock, "GET", "/v1/tools", nil)
+		if a.Status != 200 || strings.TrimSpace(string(a.Raw)) != `{"tools":[]}` {
+			t.Errorf("tools %d %s, want 200 {\"tools\":[]}", a.Status, a.Raw)
 		}
 	})
 	for _, tc := range []struct {
@@ -92,21 +75,19 @@ func TestControlAPIAnswersByTheInterface(t *testing.T) {
 		{"undeclared fetch-peer-file", "POST", "/v1/tools/fetch-peer-file", `{"peer":"localhost:1","handle":"h"}`, 404, "unknown_tool"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			status, raw := bbControl(t, sock, tc.method, tc.route, tc.body)
-			bbControlError(t, status, raw, tc.status, tc.code)
+			harness.RequireControlRefusal(t, harness.Control(t, sock, tc.method, tc.route, tc.body), tc.status, tc.code)
 		})
 	}
 	t.Run("generation untouched by refused requests", func(t *testing.T) {
-		_, raw := bbControl(t, sock, "GET", "/v1/status", "")
-		if !strings.Contains(string(raw), `"generation":0`) {
+		if raw := harness.Control(t, sock, "GET", "/v1/status", nil).Raw; !strings.Contains(string(raw), `"generation":0`) {
 			t.Errorf("status after refusals: %s", raw)
 		}
 	})
 	t.Run("not reachable over TCP", func(t *testing.T) {
 		for _, target := range []string{"/v1/status", "/v1/tools"} {
-			bbBare404(t, bbGet(t, p.Ready.Listen, target))
+			bbBare404(t, harness.Get(t, p.Ready.Listen, target))
 		}
-		bbBare404(t, bbDo(t, p.Ready.Listen, "POST", "/v1/tasks/terminal", 5*time.Second))
+		bbBare404(t, harness.RequestWithin(t, p.Ready.Listen, "POST", "/v1/tasks/terminal", 5*time.Second))
 	})
 }
 
@@ -146,8 +127,7 @@ func TestCLITalksToTheControlSocket(t *testing.T) {
 			want := tc.stdout
 			if want == "$STATUS0" {
 				if status0 == "" {
-					_, raw := bbControl(t, sock, "GET", "/v1/status", "")
-					status0 = strings.TrimSpace(string(raw))
+					status0 = strings.TrimSpace(string(harness.Control(t, sock, "GET", "/v1/status", nil).Raw))
 				}
 				want = status0
 			}
@@ -157,8 +137,7 @@ func TestCLITalksToTheControlSocket(t *testing.T) {
 			if tc.exit == 1 && !strings.Contains(stderr, missing) && !strings.Contains(strings.ToLower(stderr), "control") {
 				t.Errorf("unreachable socket message is not clear: %q", stderr)
 			}
-			_, raw := bbControl(t, sock, "GET", "/v1/status", "")
-			if gen := bbObj(t, raw)["generation"]; gen != bbInt(tc.gen) {
+			if gen := harness.Object(t, harness.Control(t, sock, "GET", "/v1/status", nil).Raw)["generation"]; gen != bbInt(tc.gen) {
 				t.Errorf("generation %v, want %d", gen, tc.gen)
 			}
 		})
@@ -168,8 +147,7 @@ func TestCLITalksToTheControlSocket(t *testing.T) {
 		if code == 0 || stdout != "" || stderr == "" {
 			t.Errorf("exit %d stdout %q stderr %q, want a failure with a message", code, stdout, stderr)
 		}
-		_, raw := bbControl(t, sock, "GET", "/v1/status", "")
-		if gen := bbObj(t, raw)["generation"]; gen != bbInt(4) {
+		if gen := harness.Object(t, harness.Control(t, sock, "GET", "/v1/status", nil).Raw)["generation"]; gen != bbInt(4) {
 			t.Errorf("generation %v after a refused state, want 4", gen)
 		}
 	})
@@ -182,7 +160,7 @@ func TestCLITalksToTheControlSocket(t *testing.T) {
 // the socket.
 func TestControlSocketLifecycle(t *testing.T) {
 	manifestFor := func(t *testing.T) (string, string) {
-		dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", ""), map[string]string{"wd/out/a.txt": "A"})
+		dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", ""), fixture.Layout{"wd/out/a.txt": "A"})
 		return dir, manifest
 	}
 	t.Run("stale socket file is replaced", func(t *testing.T) {
@@ -198,8 +176,8 @@ func TestControlSocketLifecycle(t *testing.T) {
 			t.Fatalf("no stale socket file: %v", err)
 		}
 		p := harness.Serve(t, nil, "--manifest", manifest, "--workdir", dir+"/wd", "--listen", "127.0.0.1:0", "--control", stale)
-		if status, raw := bbControl(t, stale, "GET", "/v1/status", ""); status != 200 || !strings.Contains(string(raw), p.Ready.SessionID) {
-			t.Errorf("status over the replaced socket: %d %s", status, raw)
+		if a := harness.Control(t, stale, "GET", "/v1/status", nil); a.Status != 200 || !strings.Contains(string(a.Raw), p.Ready.SessionID) {
+			t.Errorf("status over the replaced socket: %d %s", a.Status, a.Raw)
 		}
 	})
 	t.Run("second server on a live socket", func(t *testing.T) {
@@ -213,9 +191,8 @@ func TestControlSocketLifecycle(t *testing.T) {
 		if strings.Contains(stdout, "ready") {
 			t.Errorf("second server printed a ready line: %q", stdout)
 		}
-		status, raw := bbControl(t, first.Ready.Control, "GET", "/v1/status", "")
-		if status != 200 || !strings.Contains(string(raw), first.Ready.SessionID) {
-			t.Errorf("first server's socket after the refused second: %d %s", status, raw)
+		if a := harness.Control(t, first.Ready.Control, "GET", "/v1/status", nil); a.Status != 200 || !strings.Contains(string(a.Raw), first.Ready.SessionID) {
+			t.Errorf("first server's socket after the refused second: %d %s", a.Status, a.Raw)
 		}
 	})
 	t.Run("socket path longer than sun_path", func(t *testing.T) {

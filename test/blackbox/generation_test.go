@@ -2,13 +2,13 @@ package blackbox_test
 
 import (
 	"encoding/json"
-	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -21,25 +21,24 @@ import (
 // with the same etag.
 func TestGenerationCountsTerminalTasksAndSelectsNothing(t *testing.T) {
 	const content = "stable content\n"
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{"out/a.txt": content}})
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{"out/a.txt": content}})
 	s := bbSessionOf(t, p.Ready)
 	sock := p.Ready.Control
 
 	observe := func(t *testing.T, gen int) {
 		t.Helper()
-		mark := len(bbTraceLines(t, s.trace))
-		bbServed(t, bbGet(t, s.addr, "/resources/files/a.txt"), []byte(content), gen, "advisory", "out/")
-		bbDecodeListing(t, bbGet(t, s.addr, "/resources/files"), gen, "advisory", "out/")
-		msg := bbFilesRefusal(t, bbGet(t, s.addr, "/resources/files/none"), 404, "not_found", gen)
-		bbFilesRefusal(t, bbDo(t, s.addr, "PUT", "/resources/files/a.txt", bbFifoDeadline), 405, "method_not_allowed", gen)
-		bbGet(t, s.addr, "/resources/files/a.txt?generation=0") // no parameter selects an earlier generation
-		lines := bbTraceFrom(t, s.trace, mark, 5)
+		mark := len(harness.TraceLines(t, s.trace))
+		bbServed(t, harness.Get(t, s.addr, "/resources/files/a.txt"), []byte(content), gen, "advisory", "out/")
+		bbDecodeListing(t, harness.Get(t, s.addr, "/resources/files"), gen, "advisory", "out/")
+		msg := bbFilesRefusal(t, harness.Get(t, s.addr, "/resources/files/none"), 404, "not_found", gen)
+		bbFilesRefusal(t, harness.RequestWithin(t, s.addr, "PUT", "/resources/files/a.txt", bbFifoDeadline), 405, "method_not_allowed", gen)
+		harness.Get(t, s.addr, "/resources/files/a.txt?generation=0") // no parameter selects an earlier generation
+		lines := harness.TraceFrom(t, s.trace, mark, 5)
 		bbCheckRead(t, s, lines[0], bbReadEvent{path: "a.txt", bbOutcome: "ok", body: []byte(content), gen: gen})
 		bbCheckList(t, s, lines[1], bbListEvent{root: "out/", entries: 1, totalBytes: len(content), gen: gen, bbOutcome: "ok"})
 		bbCheckRead(t, s, lines[2], bbReadEvent{path: "none", bbOutcome: "not_found", gen: gen, reason: msg})
 		bbCheckRead(t, s, lines[4], bbReadEvent{path: "a.txt", bbOutcome: "ok", body: []byte(content), gen: gen})
-		_, raw := bbControl(t, sock, "GET", "/v1/status", "")
-		if got := bbObj(t, raw)["generation"]; got != bbInt(gen) {
+		if got := harness.Object(t, harness.Control(t, sock, "GET", "/v1/status", nil).Raw)["generation"]; got != bbInt(gen) {
 			t.Errorf("status generation %v, want %d", got, gen)
 		}
 	}
@@ -62,14 +61,14 @@ func TestGenerationCountsTerminalTasksAndSelectsNothing(t *testing.T) {
 		{"cancelled", `{"state":"cancelled"}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			status, raw := bbControl(t, sock, "POST", "/v1/tasks/terminal", tc.body)
+			a := harness.Control(t, sock, "POST", "/v1/tasks/terminal", tc.body)
 			if tc.advances {
 				gen++
-				if status != 200 || strings.TrimSpace(string(raw)) != `{"generation":`+bbInt(gen).String()+`}` {
-					t.Fatalf("terminal %s: %d %s, want 200 {\"generation\":%d}", tc.body, status, raw, gen)
+				if a.Status != 200 || strings.TrimSpace(string(a.Raw)) != `{"generation":`+bbInt(gen).String()+`}` {
+					t.Fatalf("terminal %s: %d %s, want 200 {\"generation\":%d}", tc.body, a.Status, a.Raw, gen)
 				}
 			} else {
-				bbControlError(t, status, raw, 422, "invalid_input")
+				harness.RequireControlRefusal(t, a, 422, "invalid_input")
 			}
 			observe(t, gen)
 		})
@@ -83,10 +82,9 @@ func TestGenerationCountsTerminalTasksAndSelectsNothing(t *testing.T) {
 		if q.Ready.SessionID == p.Ready.SessionID {
 			t.Errorf("relaunch reused the session id %s", q.Ready.SessionID)
 		}
-		bbServed(t, bbGet(t, q.Ready.Listen, "/resources/files/a.txt"), []byte(content), 0, "advisory", "out/")
-		bbDecodeListing(t, bbGet(t, q.Ready.Listen, "/resources/files"), 0, "advisory", "out/")
-		_, raw := bbControl(t, q.Ready.Control, "GET", "/v1/status", "")
-		if got := bbObj(t, raw)["generation"]; got != bbInt(0) {
+		bbServed(t, harness.Get(t, q.Ready.Listen, "/resources/files/a.txt"), []byte(content), 0, "advisory", "out/")
+		bbDecodeListing(t, harness.Get(t, q.Ready.Listen, "/resources/files"), 0, "advisory", "out/")
+		if got := harness.Object(t, harness.Control(t, q.Ready.Control, "GET", "/v1/status", nil).Raw)["generation"]; got != bbInt(0) {
 			t.Errorf("relaunched status generation %v, want 0", got)
 		}
 	})
@@ -98,12 +96,11 @@ func TestGenerationCountsTerminalTasksAndSelectsNothing(t *testing.T) {
 // listing's x-murmur-generation equals its body's generation, and the values seen never go
 // backwards for a single client.
 func TestGenerationIsReadOncePerRequest(t *testing.T) {
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{"out/a.txt": "A"}})
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{"out/a.txt": "A"}})
 	sock := p.Ready.Control
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		client := harness.ControlClient(sock)
 		for {
 			select {
 			case <-stop:
@@ -111,27 +108,24 @@ func TestGenerationIsReadOncePerRequest(t *testing.T) {
 				return
 			default:
 			}
-			resp, err := client.Post("http://control/v1/tasks/terminal", "application/json", strings.NewReader(`{"state":"completed"}`))
-			if err != nil {
+			if _, err := harness.ControlE(sock, "POST", "/v1/tasks/terminal", `{"state":"completed"}`); err != nil {
 				done <- err
 				return
 			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
 		}
 	}()
 	last := -1
 	for i := range 300 {
-		status, h, body, err := bbFetch(p.Ready.Listen, "/resources/files", 10*time.Second)
-		if err != nil || status != 200 {
-			t.Fatalf("listing %d: %d %v", i, status, err)
+		r, err := harness.Fetch(p.Ready.Listen, "/resources/files", 10*time.Second)
+		if err != nil || r.Status != 200 {
+			t.Fatalf("listing %d: %d %v", i, r.Status, err)
 		}
 		var l bbListing
-		if err := json.Unmarshal(body, &l); err != nil {
+		if err := json.Unmarshal(r.Body, &l); err != nil {
 			t.Fatal(err)
 		}
-		if h.Get("X-Murmur-Generation") != strconv.Itoa(l.Generation) {
-			t.Fatalf("header generation %s, body generation %d: read more than once", h.Get("X-Murmur-Generation"), l.Generation)
+		if r.Get("x-murmur-generation") != strconv.Itoa(l.Generation) {
+			t.Fatalf("header generation %s, body generation %d: read more than once", r.Get("x-murmur-generation"), l.Generation)
 		}
 		if l.Generation < last {
 			t.Fatalf("generation went backwards: %d after %d", l.Generation, last)

@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
 // bbLaunchDir writes manifest (unless manifest is "-") into a fresh dir with files laid out
 // relative to it, and returns the dir and the manifest's path.
-func bbLaunchDir(t *testing.T, manifest string, files map[string]string) (string, string) {
+func bbLaunchDir(t *testing.T, manifest string, files fixture.Layout) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "murmur.yaml")
@@ -23,7 +24,7 @@ func bbLaunchDir(t *testing.T, manifest string, files map[string]string) (string
 			t.Fatal(err)
 		}
 	}
-	harness.Layout(t, dir, files)
+	fixture.Write(t, dir, files)
 	return dir, path
 }
 
@@ -38,8 +39,8 @@ const bbPeerBlock = "exports:\n  peer_files:\n    root: handoff/\n"
 func TestLaunchRefusalsPrintTwoLinesExitTwoAndCreateNothing(t *testing.T) {
 	tests := []struct {
 		name     string
-		manifest string            // "-" = no manifest file
-		files    map[string]string // relative to the dir holding murmur.yaml; wd/ is the workdir
+		manifest string         // "-" = no manifest file
+		files    fixture.Layout // relative to the dir holding murmur.yaml; wd/ is the workdir
 		args     []string
 		code     string
 		message  []string // substrings of the error line ("$MANIFEST", "$DIR" expanded)
@@ -139,25 +140,25 @@ func TestLaunchRefusalsPrintTwoLinesExitTwoAndCreateNothing(t *testing.T) {
 			code: "E-CAP-008", message: []string{"exports.peer_files.max_ttl", "lifecycle.after_task: sleep", "900s", "960"}},
 		{name: "E-CAP-008 wins over E-CAP-007",
 			manifest: "name: x\n" + bbPeerBlock + "lifecycle:\n  after_task: sleep\n",
-			files:    map[string]string{"elsewhere/a": "x", "wd/handoff": "-> ../elsewhere"}, args: []string{"--workdir", "$DIR/wd"},
+			files:    fixture.Layout{"elsewhere/a": "x", "wd/handoff -> ../elsewhere": ""}, args: []string{"--workdir", "$DIR/wd"},
 			code: "E-CAP-008"},
 		// E-CAP-007
 		{name: "files root symlinked out of the workdir", manifest: bbFilesManifest("out/", ""),
-			files: map[string]string{"elsewhere/a": "x", "wd/out": "-> ../elsewhere"}, args: []string{"--workdir", "$DIR/wd"},
+			files: fixture.Layout{"elsewhere/a": "x", "wd/out -> ../elsewhere": ""}, args: []string{"--workdir", "$DIR/wd"},
 			code: "E-CAP-007", message: []string{"exports.files.root", `"out/"`, "$DIR/elsewhere", "$DIR/wd"},
 			hint: []string{"inside the workdir", "never followed"}},
 		{name: "files root under a symlinked directory", manifest: bbFilesManifest("data/out", ""),
-			files: map[string]string{"elsewhere/out/a": "x", "wd/data": "-> ../elsewhere"}, args: []string{"--workdir", "$DIR/wd"},
+			files: fixture.Layout{"elsewhere/out/a": "x", "wd/data -> ../elsewhere": ""}, args: []string{"--workdir", "$DIR/wd"},
 			code: "E-CAP-007", message: []string{"exports.files.root", "data/out", "$DIR/wd"}},
 		{name: "files root symlinked to an absolute path", manifest: bbFilesManifest("out", ""),
-			files: map[string]string{"wd/out": "-> /etc"}, args: []string{"--workdir", "$DIR/wd"},
+			files: fixture.Layout{"wd/out -> /etc": ""}, args: []string{"--workdir", "$DIR/wd"},
 			code: "E-CAP-007", message: []string{"exports.files.root", "/etc", "$DIR/wd"}},
 		{name: "peer_files root symlinked out of the workdir", manifest: "name: x\n" + bbPeerBlock,
-			files: map[string]string{"elsewhere/a": "x", "wd/handoff": "-> ../elsewhere"}, args: []string{"--workdir", "$DIR/wd"},
+			files: fixture.Layout{"elsewhere/a": "x", "wd/handoff -> ../elsewhere": ""}, args: []string{"--workdir", "$DIR/wd"},
 			code: "E-CAP-007", message: []string{"exports.peer_files.root", "handoff/", "$DIR/elsewhere"}},
 		{name: "files root is checked before peer_files root",
 			manifest: "name: x\nexports:\n  files:\n    root: out\n    mode: read-only\n  peer_files:\n    root: handoff\n",
-			files:    map[string]string{"elsewhere/a": "x", "wd/out": "-> ../elsewhere", "wd/handoff": "-> ../elsewhere"},
+			files:    fixture.Layout{"elsewhere/a": "x", "wd/out -> ../elsewhere": "", "wd/handoff -> ../elsewhere": ""},
 			args:     []string{"--workdir", "$DIR/wd"}, code: "E-CAP-007", message: []string{"exports.files.root"}},
 	}
 	twoLines := func(code string) *regexp.Regexp {
@@ -218,14 +219,14 @@ func TestLaunchAcceptsWhatTheChecksAllow(t *testing.T) {
 	tests := []struct {
 		name     string
 		manifest string
-		files    map[string]string
+		workdir  fixture.Layout
 		args     []string
 	}{
 		{"symlinked root inside the workdir", bbFilesManifest("out/", ""),
-			map[string]string{"wd/real/a.txt": "A", "wd/out": "-> real"}, nil},
+			fixture.Layout{"real/a.txt": "A", "out -> real": ""}, nil},
 		{"absolute symlinked root inside the workdir", bbFilesManifest("out", ""),
-			map[string]string{"wd/real/a.txt": "A", "wd/out": "-> $DIR/wd/real"}, nil},
-		{"root that does not exist yet", bbFilesManifest("later/out", ""), map[string]string{"wd/x": "x"}, nil},
+			fixture.Layout{"real/a.txt": "A", "out -> $WD/real": ""}, nil},
+		{"root that does not exist yet", bbFilesManifest("later/out", ""), fixture.Layout{"x": "x"}, nil},
 		{"workdir that does not exist yet", bbFilesManifest("out", ""), nil, nil},
 		{"sleep with max_ttl 15m", "name: x\n" + bbPeerBlock + "    max_ttl: 15m\nlifecycle:\n  after_task: sleep\n", nil, nil},
 		{"--after-task exit overrides the manifest's sleep", "name: x\n" + bbPeerBlock + "lifecycle:\n  after_task: sleep\n",
@@ -234,11 +235,7 @@ func TestLaunchAcceptsWhatTheChecksAllow(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, manifest := bbLaunchDir(t, tc.manifest, nil)
-			files := map[string]string{}
-			for k, v := range tc.files {
-				files[k] = strings.ReplaceAll(v, "$DIR", dir)
-			}
-			harness.Layout(t, dir, files)
+			fixture.Write(t, dir+"/wd", tc.workdir)
 			code, stdout, stderr := harness.RunCLI(t, nil, append([]string{"check", "--manifest", manifest, "--workdir", dir + "/wd"}, tc.args...)...)
 			if code != 0 || strings.Count(stdout, "\n") != 1 {
 				t.Fatalf("check: exit %d stdout %q stderr %q", code, stdout, stderr)
@@ -286,7 +283,7 @@ capabilities:
 	var got []string
 	for _, line := range strings.Split(p.Stderr(), "\n") {
 		if strings.Contains(line, "W-SEC-019") {
-			obj := bbObj(t, []byte(line))
+			obj := harness.Object(t, []byte(line))
 			key, _ := obj["key"].(string)
 			got = append(got, key)
 			if !strings.Contains(line, key) || key == "" {
@@ -373,7 +370,7 @@ lifecycle:
 // without --session-id and a bad --session-id exit 2 before any manifest check (no error[…]
 // diagnostic) and create nothing; --help exits 0.
 func TestUsageErrorsExitTwoBeforeAnyManifestCheck(t *testing.T) {
-	dir, manifest := bbLaunchDir(t, "name: x\nversion: [\n", map[string]string{"unknown.yaml": "no-such-flag: 1\n"})
+	dir, manifest := bbLaunchDir(t, "name: x\nversion: [\n", fixture.Layout{"unknown.yaml": "no-such-flag: 1\n"})
 	tests := []struct {
 		name string
 		env  []string
@@ -517,7 +514,7 @@ func TestReadyLinePathsAreAbsolute(t *testing.T) {
 // only a root that resolves outside the workdir; a looping root resolves nowhere, so the launch
 // goes ahead and every request refuses it (a listing symlink_refused).
 func TestARootSymlinkLoopLaunchesAndIsRefusedPerRequest(t *testing.T) {
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{"out": "-> out"}})
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{"out -> out": ""}})
 	if r := harness.Get(t, p.Ready.Listen, "/resources/files"); r.Status != 403 || !strings.Contains(string(r.Body), `"symlink_refused"`) {
 		t.Fatalf("listing a looping root: %d %s; want 403 symlink_refused", r.Status, r.Body)
 	}

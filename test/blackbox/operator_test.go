@@ -1,22 +1,21 @@
 package blackbox_test
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
 // bbOperatorFiles is the export root's content for the listing and read tables (max_bytes 16).
-var bbOperatorFiles = map[string]string{
+var bbOperatorFiles = fixture.Layout{
 	"out/.hidden":         "dot",
 	"out/B.txt":           "upper",
 	"out/a/x":             "in a",
@@ -41,18 +40,8 @@ var bbOperatorFiles = map[string]string{
 func TestListingIsRecursiveSortedBytewiseRegularFilesOnly(t *testing.T) {
 	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", "16"), Files: bbOperatorFiles})
 	s := bbSessionOf(t, p.Ready)
+	fixture.Write(t, p.Workdir, fixture.Layout{"out/fifo|": "", "out/sock=": "", "out/emptier/": ""})
 	out := filepath.Join(p.Workdir, "out")
-	if err := syscall.Mkfifo(filepath.Join(out, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("unix", filepath.Join(out, "sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	if err := os.MkdirAll(filepath.Join(out, "emptier"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	mtimes := map[string]int64{}
 	base := int64(1787577327015)
 	var wantPaths []string
@@ -77,8 +66,8 @@ func TestListingIsRecursiveSortedBytewiseRegularFilesOnly(t *testing.T) {
 
 	for _, target := range []string{"/resources/files", "/resources/files/", "/resources/files?path=a.txt"} {
 		t.Run(target, func(t *testing.T) {
-			mark := len(bbTraceLines(t, s.trace))
-			r := bbGet(t, s.addr, target)
+			mark := len(harness.TraceLines(t, s.trace))
+			r := harness.Get(t, s.addr, target)
 			l := bbDecodeListing(t, r, 0, "advisory", "out/")
 			if l.MaxBytes != 16 {
 				t.Errorf("max_bytes %d, want 16", l.MaxBytes)
@@ -88,14 +77,14 @@ func TestListingIsRecursiveSortedBytewiseRegularFilesOnly(t *testing.T) {
 			}
 			for _, e := range l.Entries {
 				content := bbOperatorFiles["out/"+e.Path]
-				if e.SizeBytes != int64(len(content)) || e.SHA256 != bbSHA([]byte(content)) || e.MTimeMs != mtimes[e.Path] {
-					t.Errorf("entry %+v, want size %d sha256 %s mtime %d", e, len(content), bbSHA([]byte(content)), mtimes[e.Path])
+				if e.SizeBytes != int64(len(content)) || e.SHA256 != harness.SHA256Hex([]byte(content)) || e.MTimeMs != mtimes[e.Path] {
+					t.Errorf("entry %+v, want size %d sha256 %s mtime %d", e, len(content), harness.SHA256Hex([]byte(content)), mtimes[e.Path])
 				}
 			}
 			if !strings.Contains(string(r.Body), `"path":"a<b&c>.txt"`) {
 				t.Errorf("listing escapes HTML characters: %s", r.Body)
 			}
-			lines := bbTraceFrom(t, s.trace, mark, 1)
+			lines := harness.TraceFrom(t, s.trace, mark, 1)
 			bbCheckList(t, s, lines[0], bbListEvent{root: "out/", entries: len(wantPaths), totalBytes: total, bbOutcome: "ok"})
 		})
 	}
@@ -133,8 +122,8 @@ func TestReadServesTheBytesAndEveryValidatorHeader(t *testing.T) {
 				{"one byte above max_bytes", "big.bin", true},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
-					mark := len(bbTraceLines(t, s.trace))
-					r := bbGet(t, s.addr, "/resources/files/"+tc.path)
+					mark := len(harness.TraceLines(t, s.trace))
+					r := harness.Get(t, s.addr, "/resources/files/"+tc.path)
 					decoded := strings.NewReplacer("%3C", "<", "%3E", ">").Replace(tc.path)
 					content := []byte(bbOperatorFiles["out/"+decoded])
 					want := bbReadEvent{path: decoded, bbOutcome: "ok", body: content}
@@ -150,7 +139,7 @@ func TestReadServesTheBytesAndEveryValidatorHeader(t *testing.T) {
 					if tc.path == "a.txt" && r.Get("x-murmur-mtime-ms") != strconv.FormatInt(mt, 10) {
 						t.Errorf("x-murmur-mtime-ms %q, want %d", r.Get("x-murmur-mtime-ms"), mt)
 					}
-					bbCheckRead(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], want)
+					bbCheckRead(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], want)
 				})
 			}
 		})
@@ -163,7 +152,7 @@ func TestReadServesTheBytesAndEveryValidatorHeader(t *testing.T) {
 // max_bytes 10485760) and reads not_found; a root created after launch is listed and served;
 // a root that is a regular file lists [] and reads not_found.
 func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("data/out", ""), Files: map[string]string{"other.txt": "x"}})
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("data/out", ""), Files: fixture.Layout{"other.txt": "x"}})
 	s := bbSessionOf(t, p.Ready)
 	root := filepath.Join(p.Workdir, "data/out")
 	steps := []struct {
@@ -175,15 +164,10 @@ func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
 	}{
 		{"missing root", func(*testing.T) {}, []string{}, "", ""},
 		{"root created after launch", func(t *testing.T) {
-			harness.Layout(t, root, map[string]string{"a.txt": "created later"})
+			fixture.Write(t, p.Workdir, fixture.Layout{"data/out/a.txt": "created later"})
 		}, []string{"a.txt"}, "created later", ""},
 		{"root replaced by a regular file", func(t *testing.T) {
-			if err := os.RemoveAll(root); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(root, []byte("a file"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			fixture.Write(t, p.Workdir, fixture.Layout{"data/out": "a file"})
 		}, []string{}, "", ""},
 		{"root removed again", func(t *testing.T) {
 			if err := os.Remove(root); err != nil {
@@ -191,31 +175,21 @@ func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
 			}
 		}, []string{}, "", ""},
 		{"root's parent is a regular file (ENOTDIR)", func(t *testing.T) {
-			data := filepath.Dir(root)
-			if err := os.Remove(data); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(data, []byte("a file"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			fixture.Write(t, p.Workdir, fixture.Layout{"data": "a file"})
 		}, []string{}, "", ""},
 		{"root is a symlink loop", func(t *testing.T) {
-			data := filepath.Dir(root)
-			if err := os.Remove(data); err != nil {
-				t.Fatal(err)
-			}
-			harness.Layout(t, data, map[string]string{"out": "-> out"})
+			fixture.Write(t, p.Workdir, fixture.Layout{"data/": "", "data/out -> out": ""})
 		}, nil, "", "symlink_refused"},
 	}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
 			step.prepare(t)
-			mark := len(bbTraceLines(t, s.trace))
-			r := bbGet(t, s.addr, "/resources/files")
+			mark := len(harness.TraceLines(t, s.trace))
+			r := harness.Get(t, s.addr, "/resources/files")
 			if step.listing != "" {
 				msg := bbFilesRefusal(t, r, 403, step.listing, 0)
-				bbCheckList(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbListEvent{bbOutcome: step.listing, reason: msg})
-				if r := bbGet(t, s.addr, "/resources/files/a.txt"); r.Status == 200 || r.Status == 500 {
+				bbCheckList(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbListEvent{bbOutcome: step.listing, reason: msg})
+				if r := harness.Get(t, s.addr, "/resources/files/a.txt"); r.Status == 200 || r.Status == 500 {
 					t.Errorf("read under a looping root: %d %s", r.Status, r.Body)
 				}
 				return
@@ -230,18 +204,18 @@ func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
 			if len(step.entries) == 0 && !strings.HasSuffix(string(r.Body), `"entries":[]}`) {
 				t.Errorf("empty listing is not entries: []: %s", r.Body)
 			}
-			bbCheckList(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], bbListEvent{root: "data/out", entries: len(step.entries),
+			bbCheckList(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], bbListEvent{root: "data/out", entries: len(step.entries),
 				totalBytes: len(step.read), bbOutcome: "ok"})
 
-			mark = len(bbTraceLines(t, s.trace))
-			r = bbGet(t, s.addr, "/resources/files/a.txt")
+			mark = len(harness.TraceLines(t, s.trace))
+			r = harness.Get(t, s.addr, "/resources/files/a.txt")
 			want := bbReadEvent{path: "a.txt", bbOutcome: "ok", body: []byte(step.read)}
 			if step.read == "" {
 				want.bbOutcome, want.reason = "not_found", bbFilesRefusal(t, r, 404, "not_found", 0)
 			} else {
 				bbServed(t, r, []byte(step.read), 0, "advisory", "data/out")
 			}
-			bbCheckRead(t, s, bbTraceFrom(t, s.trace, mark, 1)[0], want)
+			bbCheckRead(t, s, harness.TraceFrom(t, s.trace, mark, 1)[0], want)
 		})
 	}
 }
@@ -252,12 +226,12 @@ func TestRootThatDoesNotExistListsEmptyAndReadsNotFound(t *testing.T) {
 // non-GET is still 405), with x-murmur-generation and traced; the ready line and the agent card
 // report no plane.
 func TestUndeclaredOperatorPlaneRefusesNoResourcePlane(t *testing.T) {
-	p := harness.Start(t, harness.Capsule{Manifest: "name: bare\n", Files: map[string]string{"out/a.txt": "A"}})
+	p := harness.Start(t, harness.Capsule{Manifest: "name: bare\n", Files: fixture.Layout{"out/a.txt": "A"}})
 	s := bbSessionOf(t, p.Ready)
 	if len(p.Ready.Planes) != 0 || p.Ready.Planes == nil {
 		t.Errorf("ready planes %v, want []", p.Ready.Planes)
 	}
-	card := bbGet(t, s.addr, "/.well-known/agent-card.json")
+	card := harness.Get(t, s.addr, "/.well-known/agent-card.json")
 	if !strings.Contains(string(card.Body), `"serves":{"planes":[]}`) {
 		t.Errorf("agent card of an undeclared capsule: %s", card.Body)
 	}
@@ -276,9 +250,9 @@ func TestUndeclaredOperatorPlaneRefusesNoResourcePlane(t *testing.T) {
 		{"DELETE", "/resources/files/a.txt", 405, "method_not_allowed", "a.txt"},
 	} {
 		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
-			mark := len(bbTraceLines(t, s.trace))
-			msg := bbFilesRefusal(t, bbDo(t, s.addr, tc.method, tc.target, 10*time.Second), tc.status, tc.code, 0)
-			line := bbTraceFrom(t, s.trace, mark, 1)[0]
+			mark := len(harness.TraceLines(t, s.trace))
+			msg := bbFilesRefusal(t, harness.Request(t, s.addr, tc.method, tc.target), tc.status, tc.code, 0)
+			line := harness.TraceFrom(t, s.trace, mark, 1)[0]
 			if tc.readPath == "" {
 				bbCheckList(t, s, line, bbListEvent{bbOutcome: tc.code, reason: msg})
 			} else {
@@ -295,10 +269,10 @@ func TestUndeclaredOperatorPlaneRefusesNoResourcePlane(t *testing.T) {
 // "\uFFFF.txt", not after it as its raw bytes would); such a name cannot be read back (invalid
 // UTF-8 is outside_root).
 func TestListingSortsByTheReportedUTF8Path(t *testing.T) {
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{
 		"out/z.txt": "z", "out/\xff.txt": "bad", "out/\uffff.txt": "max", "out/é.txt": "e", "out/dir\xfe/x": "x",
 	}})
-	r := bbGet(t, p.Ready.Listen, "/resources/files")
+	r := harness.Get(t, p.Ready.Listen, "/resources/files")
 	if !utf8.Valid(r.Body) {
 		t.Fatalf("listing is not valid UTF-8: %q", r.Body)
 	}
@@ -307,6 +281,6 @@ func TestListingSortsByTheReportedUTF8Path(t *testing.T) {
 	if got := bbPaths(l); !slices.Equal(got, want) {
 		t.Errorf("entries %q, want %q", got, want)
 	}
-	bbFilesRefusal(t, bbGet(t, p.Ready.Listen, "/resources/files/%ff.txt"), 403, "outside_root", 0)
-	bbServed(t, bbGet(t, p.Ready.Listen, "/resources/files/%EF%BF%BF.txt"), []byte("max"), 0, "advisory", "out/")
+	bbFilesRefusal(t, harness.Get(t, p.Ready.Listen, "/resources/files/%ff.txt"), 403, "outside_root", 0)
+	bbServed(t, harness.Get(t, p.Ready.Listen, "/resources/files/%EF%BF%BF.txt"), []byte("max"), 0, "advisory", "out/")
 }

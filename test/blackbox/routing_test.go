@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -18,7 +19,7 @@ import (
 // that only a literal reading of a bad escape reaches, and a secret beside the root.
 var bbRoutingCapsule = harness.Capsule{
 	Manifest: bbFilesManifest("out/", ""),
-	Files: map[string]string{
+	Files: fixture.Layout{
 		"out/report.md":     "# report\n",
 		"out/dir/report.md": "nested\n",
 		"out/100%":          "hundred",
@@ -92,8 +93,8 @@ func TestRawTargetIsLoweredByTheContractNeverByGo(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mark := len(bbTraceLines(t, s.trace))
-			r := bbGet(t, s.addr, "/resources/files/"+tc.raw)
+			mark := len(harness.TraceLines(t, s.trace))
+			r := harness.Get(t, s.addr, "/resources/files/"+tc.raw)
 			want := bbReadEvent{path: tc.tracePath, bbOutcome: "ok", body: []byte(tc.body)}
 			if tc.status == 200 {
 				bbServed(t, r, []byte(tc.body), 0, "advisory", "out/")
@@ -105,7 +106,7 @@ func TestRawTargetIsLoweredByTheContractNeverByGo(t *testing.T) {
 				messages[tc.code] = msg
 				want.bbOutcome, want.reason = tc.code, msg
 			}
-			lines := bbTraceFrom(t, s.trace, mark, 1)
+			lines := harness.TraceFrom(t, s.trace, mark, 1)
 			if len(lines) != 1 {
 				t.Fatalf("one request wrote %d trace lines:\n%s", len(lines), strings.Join(lines, "\n"))
 			}
@@ -147,24 +148,24 @@ func TestEveryMethodButGETIsRefused405(t *testing.T) {
 				send := func() harness.Response {
 					if method == "POST" || method == "PUT" || method == "PATCH" {
 						req := method + " " + route.target + " HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
-						return harness.RawWithin(t, s.addr, req, 10*time.Second)
+						return harness.Raw(t, s.addr, req)
 					}
-					return bbDo(t, s.addr, method, route.target, 10*time.Second)
+					return harness.Request(t, s.addr, method, route.target)
 				}
 				if route.traced == "" {
 					bbUntraced(t, s, func() {
 						r := send()
-						bbRefusal(t, r, 405, "method_not_allowed")
-						bbNoPlaneHeaders(t, r)
+						harness.RequireRefusal(t, r, 405, "method_not_allowed")
+						harness.RequireNoPlaneHeaders(t, r)
 					})
 					return
 				}
-				mark := len(bbTraceLines(t, s.trace))
+				mark := len(harness.TraceLines(t, s.trace))
 				r := send()
 				msg := bbFilesRefusal(t, r, 405, "method_not_allowed", 0)
-				lines := bbTraceFrom(t, s.trace, mark, 1)
+				lines := harness.TraceFrom(t, s.trace, mark, 1)
 				if method == "HEAD" {
-					msg = bbObj(t, []byte(lines[0]))["reason"].(string)
+					msg = harness.Object(t, []byte(lines[0]))["reason"].(string)
 				}
 				if route.traced == "list" {
 					bbCheckList(t, s, lines[0], bbListEvent{bbOutcome: "method_not_allowed", reason: msg})
@@ -192,7 +193,7 @@ func TestEveryMethodButGETIsRefused405(t *testing.T) {
 func TestUnknownResourcesRouteIsNotFoundUntraced(t *testing.T) {
 	p := harness.Start(t, bbRoutingCapsule)
 	s := bbSessionOf(t, p.Ready)
-	bbNotFound := bbFilesRefusal(t, bbGet(t, s.addr, "/resources/files/nothere"), 404, "not_found", 0)
+	bbNotFound := bbFilesRefusal(t, harness.Get(t, s.addr, "/resources/files/nothere"), 404, "not_found", 0)
 	for _, target := range []string{
 		"/resources/zzz",
 		"/resources/",
@@ -207,11 +208,11 @@ func TestUnknownResourcesRouteIsNotFoundUntraced(t *testing.T) {
 	} {
 		t.Run(target, func(t *testing.T) {
 			bbUntraced(t, s, func() {
-				r := bbGet(t, s.addr, target)
-				if msg := bbRefusal(t, r, 404, "not_found"); msg != bbNotFound {
+				r := harness.Get(t, s.addr, target)
+				if msg := harness.RequireRefusal(t, r, 404, "not_found"); msg != bbNotFound {
 					t.Errorf("message %q, want the operator plane's not_found text %q", msg, bbNotFound)
 				}
-				bbNoPlaneHeaders(t, r)
+				harness.RequireNoPlaneHeaders(t, r)
 			})
 		})
 	}
@@ -244,7 +245,7 @@ func TestPathsOutsideResourcesAreBare404(t *testing.T) {
 	} {
 		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
 			bbUntraced(t, s, func() {
-				bbBare404(t, bbDo(t, s.addr, tc.method, tc.target, 10*time.Second))
+				bbBare404(t, harness.Request(t, s.addr, tc.method, tc.target))
 			})
 		})
 	}
@@ -261,7 +262,7 @@ func bbBare404(t testing.TB, r harness.Response) {
 	if ct := r.Get("content-type"); strings.Contains(ct, "json") {
 		t.Errorf("content-type %q on a bare 404", ct)
 	}
-	bbNoPlaneHeaders(t, r)
+	harness.RequireNoPlaneHeaders(t, r)
 }
 
 // TestAgentCardIsServedOnlyToGET pins docs/http-api.md, "The agent card": the card answers GET
@@ -274,7 +275,7 @@ func TestAgentCardIsServedOnlyToGET(t *testing.T) {
 	for _, target := range []string{"/.well-known/agent-card.json", "/.well-known/agent-card.json?x=1"} {
 		t.Run("GET "+target, func(t *testing.T) {
 			bbUntraced(t, s, func() {
-				r := bbGet(t, s.addr, target)
+				r := harness.Get(t, s.addr, target)
 				if r.Status != 200 || r.Get("content-type") != "application/json" {
 					t.Fatalf("status %d content-type %q:\n%s", r.Status, r.Get("content-type"), r.Raw)
 				}
@@ -303,7 +304,7 @@ func TestAgentCardIsServedOnlyToGET(t *testing.T) {
 	for _, method := range []string{"POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "get"} {
 		t.Run(method, func(t *testing.T) {
 			bbUntraced(t, s, func() {
-				bbBare404(t, bbDo(t, s.addr, method, "/.well-known/agent-card.json", 10*time.Second))
+				bbBare404(t, harness.Request(t, s.addr, method, "/.well-known/agent-card.json"))
 			})
 		})
 	}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -29,9 +30,9 @@ func TestRenameIntoPlaceWriterIsNeverReadTorn(t *testing.T) {
 		bytes.Repeat([]byte("version A "), 400),    // 4000 bytes
 		bytes.Repeat([]byte("version BB  "), 1000), // 12000 bytes
 	}
-	byHash := map[string][]byte{bbSHA(versions[0]): versions[0], bbSHA(versions[1]): versions[1]}
+	byHash := map[string][]byte{harness.SHA256Hex(versions[0]): versions[0], harness.SHA256Hex(versions[1]): versions[1]}
 	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""),
-		Files: map[string]string{"out/live.txt": string(versions[0])}})
+		Files: fixture.Layout{"out/live.txt": string(versions[0])}})
 	s := bbSessionOf(t, p.Ready)
 	live := filepath.Join(p.Workdir, "out/live.txt")
 
@@ -72,22 +73,22 @@ func TestRenameIntoPlaceWriterIsNeverReadTorn(t *testing.T) {
 					errs <- bbCheckLiveListing(s.addr, byHash)
 					continue
 				}
-				status, h, body, err := bbFetch(s.addr, "/resources/files/live.txt", 10*time.Second)
+				r, err := harness.Fetch(s.addr, "/resources/files/live.txt", 10*time.Second)
 				switch {
 				case err != nil:
 					errs <- err
-				case status != 200:
-					// docs/operator-guide.md promises a reader of a rename-into-place writer
-					// one whole version: a refusal is not one.
-					errs <- fmt.Errorf("status %d during a rename-into-place writer, want 200 with one whole version: %s", status, body)
-				case h.Get("Etag") != bbETag(body):
-					errs <- fmt.Errorf("etag %s does not describe the %d-byte body", h.Get("Etag"), len(body))
-				case bytes.Equal(body, versions[0]):
+				case r.Status != 200:
+					// docs/operator-guide.md promises a reader of a rename-into-place writer one whole
+					// version: a refusal is not one.
+					errs <- fmt.Errorf("status %d during a rename-into-place writer, want 200 with one whole version: %s", r.Status, r.Body)
+				case r.Get("etag") != harness.ETag(r.Body):
+					errs <- fmt.Errorf("etag %s does not describe the %d-byte body", r.Get("etag"), len(r.Body))
+				case bytes.Equal(r.Body, versions[0]):
 					seen[0].Add(1)
-				case bytes.Equal(body, versions[1]):
+				case bytes.Equal(r.Body, versions[1]):
 					seen[1].Add(1)
 				default:
-					errs <- fmt.Errorf("torn body: %d bytes, neither whole version", len(body))
+					errs <- fmt.Errorf("torn body: %d bytes, neither whole version", len(r.Body))
 				}
 			}
 		}()
@@ -114,7 +115,7 @@ func TestRenameIntoPlaceWriterIsNeverReadTorn(t *testing.T) {
 	if renames.Load() < 10 {
 		t.Errorf("the writer renamed only %d times: the race was not exercised", renames.Load())
 	}
-	for _, line := range bbTraceLines(t, s.trace) {
+	for _, line := range harness.TraceLines(t, s.trace) {
 		var ev struct {
 			Path    string `json:"path"`
 			Outcome string `json:"outcome"`
@@ -136,15 +137,15 @@ func TestRenameIntoPlaceWriterIsNeverReadTorn(t *testing.T) {
 }
 
 func bbCheckLiveListing(addr string, byHash map[string][]byte) error {
-	status, _, body, err := bbFetch(addr, "/resources/files", 10*time.Second)
+	r, err := harness.Fetch(addr, "/resources/files", 10*time.Second)
 	if err != nil {
 		return err
 	}
-	if status != 200 {
-		return fmt.Errorf("listing status %d: %s", status, body)
+	if r.Status != 200 {
+		return fmt.Errorf("listing status %d: %s", r.Status, r.Body)
 	}
 	var l bbListing
-	if err := json.Unmarshal(body, &l); err != nil {
+	if err := json.Unmarshal(r.Body, &l); err != nil {
 		return err
 	}
 	for _, e := range l.Entries {
@@ -156,7 +157,7 @@ func bbCheckLiveListing(addr string, byHash map[string][]byte) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("live.txt missing from the listing: %s", body)
+	return fmt.Errorf("live.txt missing from the listing: %s", r.Body)
 }
 
 const (
@@ -206,7 +207,7 @@ func bbRunSwapAttack(t *testing.T, class string, attack bbSwapAttack) {
 	p := harness.Start(t, harness.Capsule{
 		Manifest: bbFilesManifest("out/", ""),
 		Args:     []string{"--containment", class},
-		Files: map[string]string{
+		Files: fixture.Layout{
 			"out/f.txt":     bbSwapInside,
 			"out/d/f.txt":   bbSwapInside,
 			"out/d/e/f.txt": bbSwapInside,
@@ -214,20 +215,17 @@ func bbRunSwapAttack(t *testing.T, class string, attack bbSwapAttack) {
 	})
 	s := bbSessionOf(t, p.Ready)
 	outside := filepath.Join(p.Dir, "outside")
-	harness.Layout(t, outside, map[string]string{
-		"f.txt": bbSwapSecret, "e/f.txt": bbSwapSecret, "d/f.txt": bbSwapSecret, "d/e/f.txt": bbSwapSecret,
+	fixture.Write(t, p.Workdir, fixture.Layout{
+		"../outside/f.txt":              bbSwapSecret,
+		"../outside/e/f.txt":            bbSwapSecret,
+		"../outside/d/f.txt":            bbSwapSecret,
+		"../outside/d/e/f.txt":          bbSwapSecret,
+		"out/evil-abs -> " + outside:    "",
+		"out/evil-rel -> ../../outside": "",
+		"out/d/evil -> " + outside:      "",
+		"out-evil -> " + outside:        "",
 	})
 	wd := p.Workdir
-	for link, target := range map[string]string{
-		"out/evil-abs": outside,
-		"out/evil-rel": "../../outside",
-		"out/d/evil":   outside,
-		"out-evil":     outside,
-	} {
-		if err := os.Symlink(target, filepath.Join(wd, link)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Exchange by names relative to a descriptor of the directory holding both, so the attacker
 	// itself never follows the symlink it is moving.
 	holder, err := os.Open(filepath.Join(wd, attack.holdsDir))
@@ -284,16 +282,16 @@ func bbRunSwapAttack(t *testing.T, class string, attack bbSwapAttack) {
 				if i%5 != 0 {
 					target += "/" + attack.reads[i%len(attack.reads)]
 				}
-				status, h, body, err := bbFetch(s.addr, target, 10*time.Second)
+				r, err := harness.Fetch(s.addr, target, 10*time.Second)
 				if err != nil {
 					errs <- err
 					continue
 				}
-				if leak := bbLeakIn(status, h.Get("Etag"), body); leak != "" {
+				if leak := bbLeakIn(r.Status, r.Get("etag"), r.Body); leak != "" {
 					errs <- fmt.Errorf("%s: %s", target, leak)
 					continue
 				}
-				if status == 200 {
+				if r.Status == 200 {
 					bbServedAs.Add(1)
 				} else {
 					refused.Add(1)
@@ -324,8 +322,8 @@ func bbRunSwapAttack(t *testing.T, class string, attack bbSwapAttack) {
 	if bbServedAs.Load()+refused.Load() < requests*9/10 {
 		t.Errorf("only %d requests answered within the time budget", bbServedAs.Load()+refused.Load())
 	}
-	for _, line := range bbTraceLines(t, s.trace) {
-		if strings.Contains(line, bbSHA([]byte(bbSwapSecret))) || strings.Contains(line, `"total_bytes":`+fmt.Sprint(len(bbSwapSecret))) {
+	for _, line := range harness.TraceLines(t, s.trace) {
+		if strings.Contains(line, harness.SHA256Hex([]byte(bbSwapSecret))) || strings.Contains(line, `"total_bytes":`+fmt.Sprint(len(bbSwapSecret))) {
 			t.Errorf("the trace records the outside secret: %s", line)
 			break
 		}
@@ -334,7 +332,7 @@ func bbRunSwapAttack(t *testing.T, class string, attack bbSwapAttack) {
 
 // bbLeakIn explains how a response reveals the outside secret, or returns "".
 func bbLeakIn(status int, etag string, body []byte) string {
-	secretSHA := bbSHA([]byte(bbSwapSecret))
+	secretSHA := harness.SHA256Hex([]byte(bbSwapSecret))
 	if bytes.Contains(body, []byte("SECRET")) || strings.Contains(etag, secretSHA) || bytes.Contains(body, []byte(secretSHA)) {
 		return fmt.Sprintf("served the outside secret (status %d, etag %s): %.200s", status, etag, body)
 	}
@@ -344,7 +342,7 @@ func bbLeakIn(status int, etag string, body []byte) string {
 			return fmt.Sprintf("listing does not parse: %v", err)
 		}
 		for _, e := range l.Entries {
-			if e.SizeBytes == int64(len(bbSwapSecret)) || e.SHA256 != bbSHA([]byte(bbSwapInside)) {
+			if e.SizeBytes == int64(len(bbSwapSecret)) || e.SHA256 != harness.SHA256Hex([]byte(bbSwapInside)) {
 				return fmt.Sprintf("listing reports an outside file: %+v", e)
 			}
 		}

@@ -5,18 +5,23 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
+// bbSessionIDRe is what a session id of our own looks like: ses_ and the 32 hex digits of a
+// UUIDv7.
+var bbSessionIDRe = regexp.MustCompile(`^ses_[0-9a-f]{12}7[0-9a-f]{3}[89ab][0-9a-f]{15}$`)
+
 // TestTraceSessionStartFirstAndSessionEndLast pins docs/trace.md ("The envelope",
-// "session_start", "session_end"): session_start is the first line (envelope event_type,
-// event_id, parent_id null,
+// "session_start", "session_end"): session_start is the first line (envelope event_type, event_id, parent_id null,
 // session_id, timestamp; then capsule, version, containment_achieved, planes, tools, workdir);
 // every other event is parented on it and shares its session id; event ids are unique
 // evt_<uuidv7>; session_end (generation, reason "signal") is the last line after SIGTERM; no
@@ -25,41 +30,41 @@ func TestTraceSessionStartFirstAndSessionEndLast(t *testing.T) {
 	const secret = "file-content-must-not-be-traced"
 	p := harness.Start(t, harness.Capsule{
 		Manifest: "name: reporter\nversion: 1.0\nexports:\n  files:\n    root: out/\n    mode: read-only\n",
-		Files:    map[string]string{"out/a.txt": secret},
+		Files:    fixture.Layout{"out/a.txt": secret},
 		Args:     []string{"--containment", "sealed"},
 	})
 	s := bbSessionOf(t, p.Ready)
 	if !bbSessionIDRe.MatchString(p.Ready.SessionID) {
 		t.Errorf("session id %q is not ses_<uuidv7 hex>", p.Ready.SessionID)
 	}
-	bbGet(t, s.addr, "/resources/files/a.txt")
-	bbGet(t, s.addr, "/resources/files")
-	bbGet(t, s.addr, "/resources/files/%2e%2e/x")
-	bbDo(t, s.addr, "POST", "/resources/files/a.txt", bbFifoDeadline)
-	if status, raw := bbControl(t, p.Ready.Control, "POST", "/v1/tasks/terminal", `{"state":"completed"}`); status != 200 {
-		t.Fatalf("terminal: %d %s", status, raw)
+	harness.Get(t, s.addr, "/resources/files/a.txt")
+	harness.Get(t, s.addr, "/resources/files")
+	harness.Get(t, s.addr, "/resources/files/%2e%2e/x")
+	harness.RequestWithin(t, s.addr, "POST", "/resources/files/a.txt", bbFifoDeadline)
+	if a := harness.Control(t, p.Ready.Control, "POST", "/v1/tasks/terminal", `{"state":"completed"}`); a.Status != 200 {
+		t.Fatalf("terminal: %d %s", a.Status, a.Raw)
 	}
-	bbGet(t, s.addr, "/resources/files/a.txt")
+	harness.Get(t, s.addr, "/resources/files/a.txt")
 	if code := p.Stop(t); code != 0 {
 		t.Fatalf("exit %d after SIGTERM", code)
 	}
-	lines := bbTraceLines(t, p.Ready.Trace)
+	lines := harness.TraceLines(t, p.Ready.Trace)
 	if len(lines) != 7 {
 		t.Fatalf("want session_start, 5 resource events and session_end, got %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 
 	t.Run("session_start first", func(t *testing.T) {
-		bbWantKeys(t, "session_start", []byte(lines[0]), "event_type", "event_id", "parent_id", "session_id", "timestamp",
+		harness.RequireKeys(t, "session_start", []byte(lines[0]), "event_type", "event_id", "parent_id", "session_id", "timestamp",
 			"capsule", "version", "containment_achieved", "planes", "tools", "workdir")
-		start := bbObj(t, []byte(lines[0]))
-		want := `{"event_type":"session_start","event_id":"` + s.parentID + `","parent_id":null,"session_id":"` + p.Ready.SessionID +
+		start := harness.Object(t, []byte(lines[0]))
+		want := `{"event_type":"session_start","event_id":"` + s.Parent + `","parent_id":null,"session_id":"` + p.Ready.SessionID +
 			`","timestamp":` + start["timestamp"].(json.Number).String() +
 			`,"capsule":"reporter","version":"1.0","containment_achieved":"sealed","planes":["files"],"tools":[],"workdir":"` + p.Workdir + `"}`
 		if lines[0] != want {
 			t.Errorf("session_start\n got %s\nwant %s", lines[0], want)
 		}
-		if !bbEventIDRe.MatchString(s.parentID) {
-			t.Errorf("session_start event_id %q is not evt_<uuidv7 hex>", s.parentID)
+		if !harness.EventIDPattern.MatchString(s.Parent) {
+			t.Errorf("session_start event_id %q is not evt_<uuidv7 hex>", s.Parent)
 		}
 	})
 	t.Run("resource events in order, parented on session_start", func(t *testing.T) {
@@ -69,16 +74,17 @@ func TestTraceSessionStartFirstAndSessionEndLast(t *testing.T) {
 			path, bbOutcome string
 			gen             int
 		}{{"../x", "outside_root", 0}, {"a.txt", "method_not_allowed", 0}, {"a.txt", "ok", 1}} {
-			ev := bbObj(t, []byte(lines[3+i]))
-			if ev["path"] != want.path || ev["outcome"] != want.bbOutcome || ev["generation"] != bbInt(want.gen) {
+			ev := harness.ParseEvent(t, lines[3+i])
+			if ev.M["path"] != want.path || ev.M["outcome"] != want.bbOutcome || ev.M["generation"] != bbInt(want.gen) {
 				t.Errorf("line %d: %s, want path %s outcome %s generation %d", 3+i, lines[3+i], want.path, want.bbOutcome, want.gen)
 			}
-			bbEnvelope(t, s, lines[3+i], "resource_read", "path", "outcome", "bytes", "sha256", "generation", "containment_achieved", "reason")
+			harness.RequireEnvelope(t, s.Session, ev, "resource_read", "path", "outcome", "bytes", "sha256", "generation", "containment_achieved", "reason")
 		}
 	})
 	t.Run("session_end last", func(t *testing.T) {
-		end := bbEnvelope(t, s, lines[6], "session_end", "generation", "reason")
-		if end["generation"] != bbInt(1) || end["reason"] != "signal" {
+		end := harness.ParseEvent(t, lines[6])
+		harness.RequireEnvelope(t, s.Session, end, "session_end", "generation", "reason")
+		if end.M["generation"] != bbInt(1) || end.M["reason"] != "signal" {
 			t.Errorf("session_end %s, want generation 1 reason signal", lines[6])
 		}
 	})
@@ -86,7 +92,7 @@ func TestTraceSessionStartFirstAndSessionEndLast(t *testing.T) {
 		seen := map[string]bool{}
 		var last int64
 		for _, line := range lines {
-			ev := bbObj(t, []byte(line))
+			ev := harness.Object(t, []byte(line))
 			id := ev["event_id"].(string)
 			if seen[id] {
 				t.Errorf("event_id %s repeated", id)
@@ -122,30 +128,30 @@ func TestTraceJoinsARuntimeSession(t *testing.T) {
 			if tc.parent != "" {
 				args = append(args, "--trace-parent", tc.parent)
 			}
-			p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{"out/a.txt": "A"}, Args: args})
+			p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{"out/a.txt": "A"}, Args: args})
 			if p.Ready.SessionID != tc.sessionID {
 				t.Errorf("ready session_id %q, want %q", p.Ready.SessionID, tc.sessionID)
 			}
 			if want := filepath.Join(p.Workdir, ".murmur", tc.sessionID, "trace.jsonl"); p.Ready.Trace != want {
 				t.Errorf("trace %q, want %q", p.Ready.Trace, want)
 			}
-			bbGet(t, p.Ready.Listen, "/resources/files/a.txt")
-			bbGet(t, p.Ready.Listen, "/resources/files")
+			harness.Get(t, p.Ready.Listen, "/resources/files/a.txt")
+			harness.Get(t, p.Ready.Listen, "/resources/files")
 			if code := p.Stop(t); code != 0 {
 				t.Fatalf("exit %d", code)
 			}
-			lines := bbTraceLines(t, p.Ready.Trace)
-			s := bbSession{sessionID: tc.sessionID, parentID: tc.parent, class: "advisory"}
+			lines := harness.TraceLines(t, p.Ready.Trace)
+			s := bbSession{Session: harness.Session{ID: tc.sessionID, Parent: tc.parent}, class: "advisory"}
 			if tc.ownLines {
 				if len(lines) != 4 {
 					t.Fatalf("want 4 lines, got:\n%s", strings.Join(lines, "\n"))
 				}
-				start := bbObj(t, []byte(lines[0]))
+				start := harness.Object(t, []byte(lines[0]))
 				if start["event_type"] != "session_start" || start["parent_id"] != nil || start["session_id"] != tc.sessionID {
 					t.Errorf("first line %s", lines[0])
 				}
-				s.parentID = start["event_id"].(string)
-				bbEnvelope(t, s, lines[3], "session_end", "generation", "reason")
+				s.Parent = start["event_id"].(string)
+				harness.RequireEnvelope(t, s.Session, harness.ParseEvent(t, lines[3]), "session_end", "generation", "reason")
 				lines = lines[1:3]
 			}
 			if len(lines) != 2 {
@@ -164,9 +170,9 @@ func TestTraceJoinsARuntimeSession(t *testing.T) {
 func TestTraceLinesStayWholeUnderConcurrency(t *testing.T) {
 	big := strings.Repeat("0123456789", 5000)
 	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""),
-		Files: map[string]string{"out/a.txt": "A", "out/big.bin": big, "out/dir/b.txt": "B"}})
+		Files: fixture.Layout{"out/a.txt": "A", "out/big.bin": big, "out/dir/b.txt": "B"}})
 	s := bbSessionOf(t, p.Ready)
-	mark := len(bbTraceLines(t, s.trace))
+	mark := len(harness.TraceLines(t, s.trace))
 	targets := []struct {
 		target, bbOutcome, eventType string
 	}{
@@ -184,9 +190,9 @@ func TestTraceLinesStayWholeUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			tc := targets[i%len(targets)]
-			status, _, _, err := bbFetch(s.addr, tc.target, 20*time.Second)
-			if err != nil || status == 0 {
-				errs <- fmt.Errorf("%s: %d %v", tc.target, status, err)
+			r, err := harness.Fetch(s.addr, tc.target, 20*time.Second)
+			if err != nil || r.Status == 0 {
+				errs <- fmt.Errorf("%s: %d %v", tc.target, r.Status, err)
 			}
 		}()
 	}
@@ -195,14 +201,14 @@ func TestTraceLinesStayWholeUnderConcurrency(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	lines := bbTraceFrom(t, s.trace, mark, n)
+	lines := harness.TraceFrom(t, s.trace, mark, n)
 	if len(lines) != n {
 		t.Fatalf("%d concurrent requests wrote %d lines", n, len(lines))
 	}
 	counts := map[string]int{}
 	for _, line := range lines {
-		ev := bbObj(t, []byte(line))
-		if ev["parent_id"] != s.parentID || ev["session_id"] != s.sessionID {
+		ev := harness.Object(t, []byte(line))
+		if ev["parent_id"] != s.Parent || ev["session_id"] != s.ID {
 			t.Errorf("line not of this session: %s", line)
 		}
 		counts[ev["event_type"].(string)+" "+ev["outcome"].(string)]++
@@ -233,11 +239,11 @@ func TestUnwritableTraceNeverStopsARequest(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full on this system")
 	}
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: map[string]string{"out/a.txt": "A"},
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Files: fixture.Layout{"out/a.txt": "A"},
 		Args: []string{"--trace", "/dev/full"}})
-	bbServed(t, bbGet(t, p.Ready.Listen, "/resources/files/a.txt"), []byte("A"), 0, "advisory", "out/")
-	bbDecodeListing(t, bbGet(t, p.Ready.Listen, "/resources/files"), 0, "advisory", "out/")
-	bbFilesRefusal(t, bbGet(t, p.Ready.Listen, "/resources/files/nope"), 404, "not_found", 0)
+	bbServed(t, harness.Get(t, p.Ready.Listen, "/resources/files/a.txt"), []byte("A"), 0, "advisory", "out/")
+	bbDecodeListing(t, harness.Get(t, p.Ready.Listen, "/resources/files"), 0, "advisory", "out/")
+	bbFilesRefusal(t, harness.Get(t, p.Ready.Listen, "/resources/files/nope"), 404, "not_found", 0)
 	if code := p.Stop(t); code != 0 {
 		t.Errorf("exit %d", code)
 	}

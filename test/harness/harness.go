@@ -1,30 +1,29 @@
-// Package harness starts the real resplane binary for black-box tests and speaks raw HTTP to
-// it over TCP. A client library would clean the very request targets the service must refuse
-// (dot segments, encoded slashes, invalid escapes), so requests are written byte for byte.
+// Package harness is the one helper kit of the black-box suites (test/blackbox, test/peer): it
+// starts the real resplane binary over a capsule whose workdir is laid out in the fixture
+// language (ports/porttest/fixture), speaks raw HTTP to it over TCP, calls its control API,
+// reads its trace, and checks what every plane's answers and events share. A client library
+// would clean the very request targets the service must refuse (dot segments, encoded
+// slashes, invalid escapes), so requests are written byte for byte.
 package harness
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/resplane/resplane/adapters/control"
+	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
 var (
@@ -61,9 +60,9 @@ func Binary(t testing.TB) string {
 type Capsule struct {
 	// Manifest is the murmur.yaml text.
 	Manifest string
-	// Files maps workdir-relative paths to contents; a value of the form "-> target" makes a
-	// symlink instead. Directories are created as needed.
-	Files map[string]string
+	// Files is the workdir's layout, in the fixture language: $WD in a symlink's target stands
+	// for the workdir, and "../" entries land beside it.
+	Files fixture.Layout
 	// Args are extra serve flags.
 	Args []string
 	// Env is extra environment, "KEY=value".
@@ -132,9 +131,9 @@ type Process struct {
 	exit    int
 }
 
-// WriteCapsule writes c's manifest and files into a new temp dir and returns the dir, the
+// writeCapsule writes c's manifest and files into a new temp dir and returns the dir, the
 // manifest path and the workdir.
-func WriteCapsule(t testing.TB, c Capsule) (dir, manifestPath, workdir string) {
+func writeCapsule(t testing.TB, c Capsule) (dir, manifestPath, workdir string) {
 	t.Helper()
 	dir = t.TempDir()
 	manifestPath = filepath.Join(dir, "murmur.yaml")
@@ -145,35 +144,15 @@ func WriteCapsule(t testing.TB, c Capsule) (dir, manifestPath, workdir string) {
 	if err := os.MkdirAll(workdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	Layout(t, workdir, c.Files)
+	fixture.Write(t, workdir, c.Files)
 	return dir, manifestPath, workdir
-}
-
-// Layout creates files and symlinks under base: a value "-> target" is a symlink.
-func Layout(t testing.TB, base string, files map[string]string) {
-	t.Helper()
-	for rel, content := range files {
-		path := filepath.Join(base, rel)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if target, ok := strings.CutPrefix(content, "-> "); ok {
-			if err := os.Symlink(target, path); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // Start launches serve over c (workdir <dir>/wd, listening on 127.0.0.1:0) and waits for the
 // ready line. The process is stopped with SIGTERM when the test ends.
 func Start(t testing.TB, c Capsule) *Process {
 	t.Helper()
-	dir, manifestPath, workdir := WriteCapsule(t, c)
+	dir, manifestPath, workdir := writeCapsule(t, c)
 	args := append([]string{"--manifest", manifestPath, "--workdir", workdir, "--listen", "127.0.0.1:0"}, c.Args...)
 	p := serve(t, c.Wrapper, c.Env, args...)
 	p.Dir, p.Workdir = dir, workdir
@@ -266,197 +245,6 @@ func (p *Process) Stop(t testing.TB) int {
 
 // Stderr returns everything the process wrote to stderr so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
-
-// TraceLines returns the trace file's lines, each parsed as a JSON object.
-func (p *Process) TraceLines(t testing.TB) []map[string]any {
-	t.Helper()
-	return ReadJSONLines(t, p.Ready.Trace)
-}
-
-// ReadJSONLines parses every line of the file at path as a JSON object.
-func ReadJSONLines(t testing.TB, path string) []map[string]any {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []map[string]any
-	for _, line := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.UseNumber()
-		if err := dec.Decode(&m); err != nil {
-			t.Fatalf("trace line %q: %v", line, err)
-		}
-		lines = append(lines, m)
-	}
-	return lines
-}
-
-// Response is a raw HTTP response.
-type Response struct {
-	Status int
-	// Header holds the headers with lower-cased names, values in order of appearance.
-	Header map[string][]string
-	Body   []byte
-	Raw    []byte
-	// Head is set on the answer to a HEAD request, whose content-length describes no body.
-	Head bool
-}
-
-// Get returns the first value of the named header (any case), or "".
-func (r Response) Get(name string) string {
-	if v := r.Header[strings.ToLower(name)]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-// Has reports whether the named header is present.
-func (r Response) Has(name string) bool { _, ok := r.Header[strings.ToLower(name)]; return ok }
-
-// JSON decodes the body as a JSON object.
-func (r Response) JSON(t testing.TB) map[string]any {
-	t.Helper()
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(r.Body))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		t.Fatalf("body %q is not a JSON object: %v", r.Body, err)
-	}
-	return m
-}
-
-// Raw sends request bytes exactly as given to addr and reads until the server closes, within
-// 30 s.
-func Raw(t testing.TB, addr, request string) Response {
-	t.Helper()
-	return RawWithin(t, addr, request, 30*time.Second)
-}
-
-// RawWithin is Raw with a deadline for the whole exchange: a response not complete by then
-// fails the test. The answer to a HEAD request is parsed as a head without a body.
-func RawWithin(t testing.TB, addr, request string, deadline time.Duration) Response {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(deadline))
-	if _, err := io.WriteString(conn, request); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(conn)
-	if err != nil {
-		t.Fatalf("no complete response within %v: %v (got %q)", deadline, err, raw)
-	}
-	return parse(t, raw, strings.HasPrefix(request, "HEAD "))
-}
-
-// RequestText is "<method> <target> HTTP/1.1" with a Host header for addr, the given extra
-// header lines ("Name: value") and the blank line that ends the head.
-func RequestText(addr, method, target string, headers ...string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, target, addr)
-	for _, h := range headers {
-		b.WriteString(h + "\r\n")
-	}
-	b.WriteString("\r\n")
-	return b.String()
-}
-
-// Request sends RequestText(addr, method, target, headers...) and returns the response.
-func Request(t testing.TB, addr, method, target string, headers ...string) Response {
-	t.Helper()
-	return Raw(t, addr, RequestText(addr, method, target, headers...))
-}
-
-// Get sends a raw GET for target.
-func Get(t testing.TB, addr, target string, headers ...string) Response {
-	t.Helper()
-	return Request(t, addr, http.MethodGet, target, headers...)
-}
-
-// Parse splits a raw HTTP/1.1 response into status, headers and body, and checks that the
-// body's length matches content-length when one was sent.
-func Parse(t testing.TB, raw []byte) Response {
-	t.Helper()
-	return parse(t, raw, false)
-}
-
-// parse is Parse; for the answer to a HEAD request (head) content-length describes a body that
-// is not sent, so it is not checked, and Head is set.
-func parse(t testing.TB, raw []byte, head bool) Response {
-	t.Helper()
-	headPart, body, ok := bytes.Cut(raw, []byte("\r\n\r\n"))
-	if !ok {
-		t.Fatalf("no header/body separator in %q", raw)
-	}
-	lines := strings.Split(string(headPart), "\r\n")
-	fields := strings.SplitN(lines[0], " ", 3)
-	if len(fields) < 2 {
-		t.Fatalf("bad status line %q", lines[0])
-	}
-	status, err := strconv.Atoi(fields[1])
-	if err != nil {
-		t.Fatalf("bad status line %q", lines[0])
-	}
-	r := Response{Status: status, Header: map[string][]string{}, Body: body, Raw: raw, Head: head}
-	for _, line := range lines[1:] {
-		name, value, _ := strings.Cut(line, ":")
-		key := strings.ToLower(strings.TrimSpace(name))
-		r.Header[key] = append(r.Header[key], strings.TrimSpace(value))
-	}
-	if cl := r.Get("content-length"); !head && cl != "" && cl != strconv.Itoa(len(body)) {
-		t.Fatalf("content-length %s but %d body bytes", cl, len(body))
-	}
-	return r
-}
-
-// ControlClient returns an HTTP client for the control socket at path, whatever the length of
-// the path.
-func ControlClient(path string) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return control.Dial(ctx, path) },
-	}, Timeout: 60 * time.Second}
-}
-
-// ControlRaw sends one request to the control API over the Unix socket at path and returns
-// the status and the raw body.
-func ControlRaw(t testing.TB, path, method, route, body string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, "http://control"+route, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := ControlClient(path).Do(req)
-	if err != nil {
-		t.Fatalf("control %s %s: %v", method, route, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, raw
-}
-
-// Control is ControlRaw with the body decoded as a JSON object.
-func Control(t testing.TB, path, method, route, body string) (int, map[string]any) {
-	t.Helper()
-	status, raw := ControlRaw(t, path, method, route, body)
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		t.Fatalf("control %s %s answered a body that is not JSON: %v", method, route, err)
-	}
-	return status, m
-}
 
 // RunCLI runs the binary with args and env added to a clean environment, and returns its exit
 // status, stdout and stderr. A command still running after a minute fails the test.

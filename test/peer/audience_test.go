@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -116,13 +117,13 @@ func TestRedeemBindsTheHandleToOneAudienceAndOneInstance(t *testing.T) {
 		for _, tc := range notValid {
 			t.Run(tc.name, func(t *testing.T) {
 				r := redeem(t, a, tc.token, aud(tc.audience))
-				requireRefusal(t, r, http.StatusForbidden, "handle_not_valid", handleID(tc.token))
+				msg := requireRefusal(t, r, http.StatusForbidden, "handle_not_valid", handleID(tc.token))
 				if !bytes.Equal(r.Body, reference.Body) {
 					t.Fatalf("body %q differs from the reference handle_not_valid body %q", r.Body, reference.Body)
 				}
 				e := lastEventFor(t, a, "peer_handle_redeem", "handle_id", handleID(tc.token))
 				requireShape(t, a, e, redeemKeys, "handle_not_valid")
-				requireReason(t, e, messageOf(t, r))
+				requireReason(t, e, msg)
 				requireNull(t, e, "path", "bytes", "sha256")
 				requireField(t, e, "audience_asserted", tc.audience)
 			})
@@ -131,7 +132,7 @@ func TestRedeemBindsTheHandleToOneAudienceAndOneInstance(t *testing.T) {
 
 	t.Run("third capsule's fetch-peer-file is refused", func(t *testing.T) {
 		got := fetch(t, c, a.Ready.Listen, m.Handle)
-		refusalOf(t, got, http.StatusUnprocessableEntity, "handle_not_valid")
+		harness.RequireControlRefusal(t, got, http.StatusUnprocessableEntity, "handle_not_valid")
 		e := lastEventFor(t, c, "peer_file_fetch", "handle_id", m.HandleID)
 		requireShape(t, c, e, fetchKeys, "handle_not_valid")
 		requireReason(t, e, got.Message())
@@ -161,7 +162,7 @@ func TestRedeemBindsTheHandleToOneAudienceAndOneInstance(t *testing.T) {
 			t.Fatalf("body %q differs from the reference %q", r.Body, reference.Body)
 		}
 		got := fetch(t, b, a.Ready.Listen, zero.Handle)
-		refusalOf(t, got, http.StatusUnprocessableEntity, "handle_expired")
+		harness.RequireControlRefusal(t, got, http.StatusUnprocessableEntity, "handle_expired")
 		requireNothingStored(t, b, zero.HandleID)
 
 		short := mint(t, a, b.Ready.Listen, "report.md", "1s")
@@ -173,10 +174,8 @@ func TestRedeemBindsTheHandleToOneAudienceAndOneInstance(t *testing.T) {
 	})
 
 	t.Run("idempotent and always the current bytes", func(t *testing.T) {
+		fixture.Write(t, a.Ready.Workdir, fixture.Layout{"out/handoff/rewrite.md": "version one\n"})
 		path := filepath.Join(a.Ready.Workdir, "out", "handoff", "rewrite.md")
-		if err := os.WriteFile(path, []byte("version one\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
 		h := mint(t, a, b.Ready.Listen, "rewrite.md")
 		first := redeem(t, a, h.Handle, aud(b.Ready.Audience))
 		again := redeem(t, a, h.Handle, aud(b.Ready.Audience))
@@ -189,7 +188,7 @@ func TestRedeemBindsTheHandleToOneAudienceAndOneInstance(t *testing.T) {
 		}
 		// A completed task moves the generation, not the etag.
 		gen := first.Get("x-murmur-generation")
-		control(t, a.Ready.Control, http.MethodPost, "/v1/tasks/terminal", `{"state":"failed"}`)
+		harness.Control(t, a.Ready.Control, http.MethodPost, "/v1/tasks/terminal", `{"state":"failed"}`)
 		later := redeem(t, a, h.Handle, aud(b.Ready.Audience))
 		if later.Get("etag") != first.Get("etag") || later.Get("x-murmur-generation") == gen {
 			t.Fatalf("after a task: etag %s (was %s), generation %s (was %s)", later.Get("etag"), first.Get("etag"), later.Get("x-murmur-generation"), gen)
@@ -206,7 +205,7 @@ func TestRedeemBindsTheHandleToOneAudienceAndOneInstance(t *testing.T) {
 		if second.Status != 200 || string(second.Body) != "version two, longer\n" {
 			t.Fatalf("after the rewrite: %d %q", second.Status, second.Body)
 		}
-		if second.Get("etag") == first.Get("etag") || second.Get("etag") != `"sha256:`+sha256Hex(second.Body)+`"` {
+		if second.Get("etag") == first.Get("etag") || second.Get("etag") != harness.ETag(second.Body) {
 			t.Fatalf("etag %s after the rewrite (was %s)", second.Get("etag"), first.Get("etag"))
 		}
 		// fetch-peer-file twice: the later fetch replaces the stored file.
@@ -221,7 +220,7 @@ func TestRedeemBindsTheHandleToOneAudienceAndOneInstance(t *testing.T) {
 		var r1, r2 stored
 		_ = json.Unmarshal(s1.Data(t), &r1)
 		_ = json.Unmarshal(s2.Data(t), &r2)
-		if r1.Path != r2.Path || r2.SHA256 != sha256Hex([]byte("version three\n")) {
+		if r1.Path != r2.Path || r2.SHA256 != harness.SHA256Hex([]byte("version three\n")) {
 			t.Fatalf("fetching twice: %+v then %+v", r1, r2)
 		}
 		if onDisk, _ := os.ReadFile(filepath.Join(b.Ready.Workdir, r2.Path)); string(onDisk) != "version three\n" {
@@ -247,7 +246,7 @@ func TestRedeemBindsTheHandleToOneAudienceAndOneInstance(t *testing.T) {
 		if r.Get("x-murmur-generation") != "0" {
 			t.Fatalf("a fresh process reports generation %q, want 0", r.Get("x-murmur-generation"))
 		}
-		refusalOf(t, fetch(t, b, again.Ready.Listen, m.Handle), http.StatusUnprocessableEntity, "handle_not_valid")
+		harness.RequireControlRefusal(t, fetch(t, b, again.Ready.Listen, m.Handle), http.StatusUnprocessableEntity, "handle_not_valid")
 		fresh := mint(t, again, b.Ready.Listen, "report.md")
 		if r := redeem(t, again, fresh.Handle, aud(b.Ready.Audience)); r.Status != 200 {
 			t.Fatalf("a handle of the new process does not redeem: %d %s", r.Status, r.Body)

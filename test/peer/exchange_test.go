@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resplane/resplane/test/harness"
 )
 
 var (
@@ -47,7 +49,7 @@ func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 	}
 	// Two completed tasks on A, so the generation B reports is visibly A's.
 	for range 2 {
-		if r := control(t, a.Ready.Control, http.MethodPost, "/v1/tasks/terminal", `{"state":"completed"}`); r.Status != 200 {
+		if r := harness.Control(t, a.Ready.Control, http.MethodPost, "/v1/tasks/terminal", `{"state":"completed"}`); r.Status != 200 {
 			t.Fatalf("task end: %d %s", r.Status, r.Raw)
 		}
 	}
@@ -56,9 +58,9 @@ func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 		before := time.Now().UnixMilli()
 		ans := share(t, a, map[string]any{"path": "report.md", "peer": b.Ready.Listen})
 		after := time.Now().UnixMilli()
-		requireKeys(t, "share-file answer", ans.Raw, "data", "summary")
+		harness.RequireKeys(t, "share-file answer", ans.Raw, "data", "summary")
 		data := ans.Data(t)
-		requireKeys(t, "share-file result", data, "handle", "handle_id", "expires_at_ms", "audience")
+		harness.RequireKeys(t, "share-file result", data, "handle", "handle_id", "expires_at_ms", "audience")
 		var m minted
 		if err := json.Unmarshal(data, &m); err != nil {
 			t.Fatal(err)
@@ -82,7 +84,7 @@ func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 		}
 
 		payload := payloadOf(t, m.Handle)
-		requireKeys(t, "handle payload", payload, "v", "iss", "p", "exp", "n")
+		harness.RequireKeys(t, "handle payload", payload, "v", "iss", "p", "exp", "n")
 		var pl struct {
 			V   int    `json:"v"`
 			Iss string `json:"iss"`
@@ -98,18 +100,18 @@ func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 		}
 
 		got := fetch(t, b, a.Ready.Listen, m.Handle)
-		requireKeys(t, "fetch-peer-file answer", got.Raw, "data", "summary")
+		harness.RequireKeys(t, "fetch-peer-file answer", got.Raw, "data", "summary")
 		data = got.Data(t)
-		requireKeys(t, "fetch-peer-file result", data, "path", "bytes", "sha256", "generation", "peer")
+		harness.RequireKeys(t, "fetch-peer-file result", data, "path", "bytes", "sha256", "generation", "peer")
 		var s stored
 		if err := json.Unmarshal(data, &s); err != nil {
 			t.Fatal(err)
 		}
 		want := []byte(minterFiles()["out/handoff/report.md"])
-		if s.Path != "peer-in/"+m.HandleID+"-report.md" || s.Bytes != int64(len(want)) || s.SHA256 != sha256Hex(want) ||
+		if s.Path != "peer-in/"+m.HandleID+"-report.md" || s.Bytes != int64(len(want)) || s.SHA256 != harness.SHA256Hex(want) ||
 			s.Generation == nil || *s.Generation != 2 || s.Peer != a.Ready.Listen {
 			t.Fatalf("fetch result %s: want path peer-in/%s-report.md, bytes %d, sha256 %s, generation 2, peer %s",
-				data, m.HandleID, len(want), sha256Hex(want), a.Ready.Listen)
+				data, m.HandleID, len(want), harness.SHA256Hex(want), a.Ready.Listen)
 		}
 		onDisk, err := os.ReadFile(filepath.Join(b.Ready.Workdir, s.Path))
 		if err != nil {
@@ -136,14 +138,14 @@ func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 		requireField(t, e, "generation", 2)
 		requireField(t, e, "audience_asserted", b.Ready.Audience)
 		requireField(t, e, "bytes", len(want))
-		requireField(t, e, "sha256", sha256Hex(want))
+		requireField(t, e, "sha256", harness.SHA256Hex(want))
 
 		e = eventFor(t, b, "peer_file_fetch", "handle_id", m.HandleID)
 		requireShape(t, b, e, fetchKeys, "ok")
 		requireField(t, e, "peer", a.Ready.Listen)
 		requireField(t, e, "stored_path", s.Path)
 		requireField(t, e, "bytes", len(want))
-		requireField(t, e, "sha256", sha256Hex(want))
+		requireField(t, e, "sha256", harness.SHA256Hex(want))
 	})
 
 	t.Run("CLI", func(t *testing.T) {
@@ -155,7 +157,7 @@ func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 		if strings.Count(out, "\n") != 1 {
 			t.Fatalf("stdout must be one JSON line: %q", out)
 		}
-		requireKeys(t, "CLI share-file output", line, "handle", "handle_id", "expires_at_ms", "audience")
+		harness.RequireKeys(t, "CLI share-file output", line, "handle", "handle_id", "expires_at_ms", "audience")
 		var m minted
 		_ = json.Unmarshal(line, &m)
 		if m.Audience != b.Ready.Audience || m.HandleID != handleID(m.Handle) {
@@ -167,7 +169,7 @@ func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 			t.Fatalf("tool fetch-peer-file exit %d; stderr %s", code, errOut)
 		}
 		line = []byte(strings.TrimSuffix(out, "\n"))
-		requireKeys(t, "CLI fetch-peer-file output", line, "path", "bytes", "sha256", "generation", "peer")
+		harness.RequireKeys(t, "CLI fetch-peer-file output", line, "path", "bytes", "sha256", "generation", "peer")
 		var s stored
 		_ = json.Unmarshal(line, &s)
 		if s.Path != "peer-in/"+m.HandleID+"-deep.txt" {
@@ -199,7 +201,7 @@ func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 					t.Fatalf("exit %d stdout %q, want exit 1 and nothing on stdout; stderr %s", code, out, errOut)
 				}
 				line := []byte(strings.TrimSpace(errOut))
-				requireKeys(t, "CLI refusal on stderr", line, "error", "message")
+				harness.RequireKeys(t, "CLI refusal on stderr", line, "error", "message")
 				var r map[string]string
 				_ = json.Unmarshal(line, &r)
 				if r["error"] != tc.code {

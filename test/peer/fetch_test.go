@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resplane/resplane/ports/porttest/fixture"
+	"github.com/resplane/resplane/test/harness"
 )
 
 // status answers with code, the given content type and body.
@@ -68,7 +71,7 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 				f.handle(token, serveBytes([]byte("must not be fetched")))
 				conns := f.conns.Load()
 				got := fetch(t, b, peer, token)
-				refusalOf(t, got, http.StatusUnprocessableEntity, "peer_not_allowed")
+				harness.RequireControlRefusal(t, got, http.StatusUnprocessableEntity, "peer_not_allowed")
 				if f.conns.Load() != conns {
 					t.Fatalf("the peer saw a connection")
 				}
@@ -103,8 +106,8 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				before, conns := countEvents(t, b, "peer_file_fetch"), f.conns.Load()
-				got := control(t, b.Ready.Control, http.MethodPost, "/v1/tools/fetch-peer-file", tc.body)
-				refusalOf(t, got, http.StatusUnprocessableEntity, "invalid_input")
+				got := harness.Control(t, b.Ready.Control, http.MethodPost, "/v1/tools/fetch-peer-file", tc.body)
+				harness.RequireControlRefusal(t, got, http.StatusUnprocessableEntity, "invalid_input")
 				if n := countEvents(t, b, "peer_file_fetch"); n != before {
 					t.Fatalf("invalid input was traced")
 				}
@@ -116,7 +119,7 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 	})
 
 	body := "peer bytes\n"
-	goodETag := `"sha256:` + sha256Hex([]byte(body)) + `"`
+	goodETag := harness.ETag([]byte(body))
 	big := strings.Repeat("z", 2048)
 	t.Run("refused, nothing stored, no temp file", func(t *testing.T) {
 		redirectTarget := forgeFor("redirected.md")
@@ -147,7 +150,7 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 			{"418 without an error field", status(http.StatusTeapot, "application/json", `{"message":"no code"}`), "http_418"},
 			{"over the receive limit by content-length", serveBytes([]byte(big)), "too_large"},
 			{"over the receive limit while streaming", func(w http.ResponseWriter, _ *http.Request) {
-				w.Header().Set("etag", `"sha256:`+sha256Hex([]byte(big))+`"`)
+				w.Header().Set("etag", harness.ETag([]byte(big)))
 				_, _ = w.Write([]byte(big[:1000]))
 				w.(http.Flusher).Flush()
 				_, _ = w.Write([]byte(big[1000:]))
@@ -160,7 +163,7 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 				id := handleID(token)
 				f.handle(token, tc.handler)
 				got := fetch(t, b, f.Addr(), token)
-				refusalOf(t, got, http.StatusUnprocessableEntity, tc.code)
+				harness.RequireControlRefusal(t, got, http.StatusUnprocessableEntity, tc.code)
 				if strings.Contains(got.Message(), token) {
 					t.Fatalf("message %q carries the token", got.Message())
 				}
@@ -204,10 +207,10 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 				f.handle(token, tc.handler)
 				got := fetch(t, b, tc.peer, token)
 				data := got.Data(t)
-				requireKeys(t, "fetch-peer-file result", data, tc.keys...)
+				harness.RequireKeys(t, "fetch-peer-file result", data, tc.keys...)
 				var s stored
 				_ = json.Unmarshal(data, &s)
-				if s.Path != "peer-in/"+id+"-report.md" || s.Bytes != int64(len(tc.body)) || s.SHA256 != sha256Hex([]byte(tc.body)) || s.Peer != tc.peer {
+				if s.Path != "peer-in/"+id+"-report.md" || s.Bytes != int64(len(tc.body)) || s.SHA256 != harness.SHA256Hex([]byte(tc.body)) || s.Peer != tc.peer {
 					t.Fatalf("result %s", data)
 				}
 				if s.Generation != nil && *s.Generation != 7 {
@@ -297,7 +300,7 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 		full := strings.Repeat("s", 1000)
 		release := make(chan struct{})
 		f.handle(token, func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("etag", `"sha256:`+sha256Hex([]byte(full))+`"`)
+			w.Header().Set("etag", harness.ETag([]byte(full)))
 			w.Header().Set("content-length", "1000")
 			_, _ = w.Write([]byte(full[:500]))
 			w.(http.Flusher).Flush()
@@ -305,12 +308,12 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 			_, _ = w.Write([]byte(full[500:]))
 		})
 		type result struct {
-			a   answer
+			a   harness.Answer
 			err error
 		}
 		done := make(chan result, 1)
 		go func() {
-			a, err := controlE(b.Ready.Control, http.MethodPost, "/v1/tools/fetch-peer-file", map[string]any{"peer": f.Addr(), "handle": token})
+			a, err := harness.ControlE(b.Ready.Control, http.MethodPost, "/v1/tools/fetch-peer-file", map[string]any{"peer": f.Addr(), "handle": token})
 			done <- result{a, err}
 		}()
 		var temp string
@@ -352,7 +355,7 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 		token := forgeFor("secure.md")
 		tlsPeer.handle(token, serveBytes([]byte(body)))
 		got := fetch(t, b, url, token)
-		refusalOf(t, got, http.StatusUnprocessableEntity, "peer_unreachable")
+		harness.RequireControlRefusal(t, got, http.StatusUnprocessableEntity, "peer_unreachable")
 		requireNothingStored(t, b, handleID(token))
 
 		got = fetch(t, trusting, url, token)
@@ -362,7 +365,7 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 			t.Fatalf("fetch over TLS: %s", got.Raw)
 		}
 		// A plain-HTTP request to the TLS port is no answer either.
-		refusalOf(t, fetch(t, trusting, "http://"+tlsPeer.Addr(), forgeFor("x.md")), http.StatusUnprocessableEntity, "http_400")
+		harness.RequireControlRefusal(t, fetch(t, trusting, "http://"+tlsPeer.Addr(), forgeFor("x.md")), http.StatusUnprocessableEntity, "http_400")
 	})
 
 	// Last: it replaces peer-in.
@@ -370,10 +373,10 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 		inboxDir := filepath.Join(b.Ready.Workdir, "peer-in")
 		elsewhere := t.TempDir()
 		must(t, os.Rename(inboxDir, inboxDir+".real"))
-		must(t, os.Symlink(elsewhere, inboxDir))
+		fixture.Write(t, b.Ready.Workdir, fixture.Layout{"peer-in -> " + elsewhere: ""})
 		token := forgeFor("report.md")
 		f.handle(token, serveBytes([]byte(body)))
-		refusalOf(t, fetch(t, b, f.Addr(), token), http.StatusUnprocessableEntity, "io_error")
+		harness.RequireControlRefusal(t, fetch(t, b, f.Addr(), token), http.StatusUnprocessableEntity, "io_error")
 		if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
 			t.Fatalf("a file was written through the peer-in symlink: %v", entries)
 		}

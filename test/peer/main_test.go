@@ -7,7 +7,6 @@
 package peer_test
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -29,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -50,10 +50,11 @@ type source struct {
 	text string
 }
 
-func remember(name, text string) {
+// remember registers sources for the final leak scan.
+func remember(sources ...source) {
 	registry.Lock()
 	defer registry.Unlock()
-	registry.sources = append(registry.sources, source{name, text})
+	registry.sources = append(registry.sources, sources...)
 }
 
 func TestMain(m *testing.M) {
@@ -75,35 +76,50 @@ func scanForTokens() (leaks []string, scanned int) {
 	defer registry.Unlock()
 	for _, s := range registry.sources {
 		scanned++
-		for _, line := range strings.Split(s.text, "\n") {
-			if m := tokenPattern.FindString(line); m != "" {
-				leaks = append(leaks, fmt.Sprintf("%s: %q in %s", s.name, m, line))
-			}
-		}
+		leaks = append(leaks, tokensIn(s)...)
 	}
 	return leaks, scanned
 }
 
-// snapshot remembers p's trace files and stderr; it runs once p has stopped.
-func snapshot(p *harness.Process) {
+// tokensIn returns one line for each line of s that holds a handle token, or any of also.
+func tokensIn(s source, also ...string) []string {
+	var found []string
+	for _, line := range strings.Split(s.text, "\n") {
+		m := tokenPattern.FindString(line)
+		for _, a := range also {
+			if m == "" && strings.Contains(line, a) {
+				m = a
+			}
+		}
+		if m != "" {
+			found = append(found, fmt.Sprintf("%s: %q in %s", s.name, m, line))
+		}
+	}
+	return found
+}
+
+// textsOf returns what of p must hold no token: every trace file under its workdir (one per
+// session that ran over it), its own trace wherever it is, and its stderr.
+func textsOf(t testing.TB, p *harness.Process) []source {
+	t.Helper()
 	traces, _ := filepath.Glob(filepath.Join(p.Ready.Workdir, ".murmur", "*", "trace.jsonl"))
 	if !slices.Contains(traces, p.Ready.Trace) {
 		traces = append(traces, p.Ready.Trace)
 	}
+	var texts []source
 	for _, path := range traces {
 		raw, err := os.ReadFile(path)
 		if err != nil {
-			remember("trace "+path, "cannot read the trace: "+err.Error())
-			continue
+			t.Fatal(err)
 		}
-		remember("trace "+path, string(raw))
+		texts = append(texts, source{"trace " + path, string(raw)})
 	}
-	remember("stderr of session "+p.Ready.SessionID, p.Stderr())
+	return append(texts, source{"stderr of session " + p.Ready.SessionID, p.Stderr()})
 }
 
 // start launches a capsule and registers it for the leak scan. The test's temp dir is created
-// first, so that its removal is registered before the snapshot and the snapshot before the
-// process's stop: cleanups then run stop, snapshot, removal.
+// first, so that its removal is registered before the snapshot of the process's texts and the
+// snapshot before the process's stop: cleanups then run stop, snapshot, removal.
 func start(t *testing.T, c harness.Capsule) *harness.Process {
 	t.Helper()
 	_ = t.TempDir()
@@ -111,7 +127,7 @@ func start(t *testing.T, c harness.Capsule) *harness.Process {
 	t.Cleanup(func() {
 		if p != nil {
 			p.Stop(t)
-			snapshot(p)
+			remember(textsOf(t, p)...)
 		}
 	})
 	p = harness.Start(t, c)
@@ -122,7 +138,7 @@ func start(t *testing.T, c harness.Capsule) *harness.Process {
 func cli(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	code, stdout, stderr := harness.RunCLI(t, nil, args...)
-	remember("CLI stderr of "+strings.Join(args[:min(2, len(args))], " "), stderr)
+	remember(source{"CLI stderr of " + strings.Join(args[:min(2, len(args))], " "), stderr})
 	return code, stdout, stderr
 }
 
@@ -156,13 +172,13 @@ exports:
 )
 
 // minterFiles is the workdir layout of manifestMinter capsules.
-func minterFiles() map[string]string {
-	return map[string]string{
-		"out/handoff/report.md":    "# report\nbinary: \x00\x01\xfe\xff\n",
-		"out/handoff/sub/deep.txt": "deep\n",
-		"out/handoff/alias.md":     "-> report.md",
-		"out/handoff/link-out.md":  "-> ../secret.md",
-		"out/secret.md":            "secret outside the peer root\n",
+func minterFiles() fixture.Layout {
+	return fixture.Layout{
+		"out/handoff/report.md":                   "# report\nbinary: \x00\x01\xfe\xff\n",
+		"out/handoff/sub/deep.txt":                "deep\n",
+		"out/handoff/alias.md -> report.md":       "",
+		"out/handoff/link-out.md -> ../secret.md": "",
+		"out/secret.md":                           "secret outside the peer root\n",
 	}
 }
 
@@ -179,92 +195,16 @@ func startFetcher(t *testing.T, args ...string) *harness.Process {
 // ---------------------------------------------------------------------------------------------
 // Control API
 
-// answer is one control API answer, kept raw so key order can be checked.
-type answer struct {
-	Status int
-	Raw    []byte
-	Body   map[string]json.RawMessage
-}
-
-// Data returns the tool result object of a 200 answer.
-func (a answer) Data(t *testing.T) []byte {
-	t.Helper()
-	if a.Status != http.StatusOK {
-		t.Fatalf("tool answered %d %s, want 200", a.Status, a.Raw)
-	}
-	return a.Body["data"]
-}
-
-// Code returns the error code of a refusal.
-func (a answer) Code() string {
-	var s string
-	_ = json.Unmarshal(a.Body["error"], &s)
-	return s
-}
-
-// Message returns the message of a refusal.
-func (a answer) Message() string {
-	var s string
-	_ = json.Unmarshal(a.Body["message"], &s)
-	return s
-}
-
-// control sends one request to the control API at sock. body is sent verbatim when it is a
-// string, else marshalled.
-func control(t *testing.T, sock, method, route string, body any) answer {
-	t.Helper()
-	a, err := controlE(sock, method, route, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-// controlE is control without a *testing.T, for use off the test goroutine.
-func controlE(sock, method, route string, body any) (answer, error) {
-	var payload []byte
-	switch b := body.(type) {
-	case nil:
-	case string:
-		payload = []byte(b)
-	default:
-		var err error
-		if payload, err = json.Marshal(b); err != nil {
-			return answer{}, err
-		}
-	}
-	client := harness.ControlClient(sock)
-	defer client.CloseIdleConnections()
-	req, err := http.NewRequest(method, "http://control"+route, bytes.NewReader(payload))
-	if err != nil {
-		return answer{}, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return answer{}, fmt.Errorf("control %s %s: %v", method, route, err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return answer{}, err
-	}
-	a := answer{Status: resp.StatusCode, Raw: buf.Bytes()}
-	if err := json.Unmarshal(a.Raw, &a.Body); err != nil {
-		return a, fmt.Errorf("control %s %s answered %d with a body that is not a JSON object: %q", method, route, a.Status, a.Raw)
-	}
-	return a, nil
-}
-
 // share calls share-file on p's control API.
-func share(t *testing.T, p *harness.Process, input map[string]any) answer {
+func share(t *testing.T, p *harness.Process, input map[string]any) harness.Answer {
 	t.Helper()
-	return control(t, p.Ready.Control, http.MethodPost, "/v1/tools/share-file", input)
+	return harness.Control(t, p.Ready.Control, http.MethodPost, "/v1/tools/share-file", input)
 }
 
 // fetch calls fetch-peer-file on p's control API.
-func fetch(t *testing.T, p *harness.Process, peer, token string) answer {
+func fetch(t *testing.T, p *harness.Process, peer, token string) harness.Answer {
 	t.Helper()
-	return control(t, p.Ready.Control, http.MethodPost, "/v1/tools/fetch-peer-file", map[string]any{"peer": peer, "handle": token})
+	return harness.Control(t, p.Ready.Control, http.MethodPost, "/v1/tools/fetch-peer-file", map[string]any{"peer": peer, "handle": token})
 }
 
 // minted is share-file's result.
@@ -290,113 +230,14 @@ func mint(t *testing.T, minter *harness.Process, peer, path string, ttl ...strin
 	return m
 }
 
-// refusalOf requires a 422 refusal whose body is exactly {"error","message"} with code.
-func refusalOf(t *testing.T, a answer, status int, code string) {
-	t.Helper()
-	if a.Status != status {
-		t.Fatalf("status %d (%s), want %d %s", a.Status, a.Raw, status, code)
-	}
-	requireKeys(t, "refusal", a.Raw, "error", "message")
-	if a.Code() != code {
-		t.Fatalf("error %q (%s), want %q", a.Code(), a.Raw, code)
-	}
-	if strings.TrimSpace(a.Message()) == "" {
-		t.Fatalf("refusal without a message: %s", a.Raw)
-	}
-}
-
-// ---------------------------------------------------------------------------------------------
-// JSON key order
-
-// objectKeys returns the keys of the JSON object raw, in document order.
-func objectKeys(raw []byte) ([]string, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if tok != json.Delim('{') {
-		return nil, fmt.Errorf("not a JSON object: %q", raw)
-	}
-	var keys []string
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, k.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return nil, err
-		}
-	}
-	return keys, nil
-}
-
-// requireKeys requires raw to be a JSON object with exactly these keys in this order.
-func requireKeys(t *testing.T, what string, raw []byte, want ...string) {
-	t.Helper()
-	got, err := objectKeys(raw)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("%s keys %q, want exactly %q in that order: %s", what, got, want, raw)
-	}
-}
-
 // ---------------------------------------------------------------------------------------------
 // Trace
 
-// event is one trace line: its keys in order, its values and its text.
-type event struct {
-	Keys []string
-	M    map[string]any
-	Raw  string
-}
-
-// Str returns the string field key, failing when it is not a string.
-func (e event) Str(t *testing.T, key string) string {
-	t.Helper()
-	s, ok := e.M[key].(string)
-	if !ok {
-		t.Fatalf("trace field %s = %#v, want a string: %s", key, e.M[key], e.Raw)
-	}
-	return s
-}
-
-// traceEvents reads every line of the trace at path.
-func traceEvents(t *testing.T, path string) []event {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []event
-	for _, line := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		keys, err := objectKeys([]byte(line))
-		if err != nil {
-			t.Fatalf("trace line %q: %v", line, err)
-		}
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.UseNumber()
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			t.Fatalf("trace line %q: %v", line, err)
-		}
-		out = append(out, event{Keys: keys, M: m, Raw: line})
-	}
-	return out
-}
-
 // eventsFor returns p's trace events of type typ whose field key equals value ("" matches all).
-func eventsFor(t *testing.T, p *harness.Process, typ, key, value string) []event {
+func eventsFor(t *testing.T, p *harness.Process, typ, key, value string) []harness.Event {
 	t.Helper()
-	var out []event
-	for _, e := range traceEvents(t, p.Ready.Trace) {
+	var out []harness.Event
+	for _, e := range harness.Events(t, p.Ready.Trace) {
 		if e.M["event_type"] != typ {
 			continue
 		}
@@ -415,7 +256,7 @@ func countEvents(t *testing.T, p *harness.Process, typ string) int {
 }
 
 // eventFor returns the one event of type typ whose field key equals value.
-func eventFor(t *testing.T, p *harness.Process, typ, key, value string) event {
+func eventFor(t *testing.T, p *harness.Process, typ, key, value string) harness.Event {
 	t.Helper()
 	events := eventsFor(t, p, typ, key, value)
 	if len(events) != 1 {
@@ -425,7 +266,7 @@ func eventFor(t *testing.T, p *harness.Process, typ, key, value string) event {
 }
 
 // lastEventFor returns the last event of type typ whose field key equals value.
-func lastEventFor(t *testing.T, p *harness.Process, typ, key, value string) event {
+func lastEventFor(t *testing.T, p *harness.Process, typ, key, value string) harness.Event {
 	t.Helper()
 	events := eventsFor(t, p, typ, key, value)
 	if len(events) == 0 {
@@ -434,7 +275,7 @@ func lastEventFor(t *testing.T, p *harness.Process, typ, key, value string) even
 	return events[len(events)-1]
 }
 
-func rawLines(events []event) string {
+func rawLines(events []harness.Event) string {
 	var b strings.Builder
 	for _, e := range events {
 		b.WriteString(e.Raw + "\n")
@@ -444,34 +285,16 @@ func rawLines(events []event) string {
 
 // The field lists of docs/trace.md, "Events", after the envelope.
 var (
-	envelopeKeys = []string{"event_type", "event_id", "parent_id", "session_id", "timestamp"}
-	mintKeys     = []string{"handle_id", "path", "audience", "expires_at_ms", "outcome", "reason"}
-	redeemKeys   = []string{"handle_id", "path", "generation", "audience_asserted", "bytes", "sha256", "outcome", "reason"}
-	fetchKeys    = []string{"peer", "handle_id", "stored_path", "bytes", "sha256", "outcome", "reason"}
+	mintKeys   = []string{"handle_id", "path", "audience", "expires_at_ms", "outcome", "reason"}
+	redeemKeys = []string{"handle_id", "path", "generation", "audience_asserted", "bytes", "sha256", "outcome", "reason"}
+	fetchKeys  = []string{"peer", "handle_id", "stored_path", "bytes", "sha256", "outcome", "reason"}
 )
 
-var eventIDPattern = regexp.MustCompile(`^evt_[0-9a-f]{32}$`)
-
-// requireShape checks e's envelope (docs/trace.md, "The envelope": order, ids, parent =
-// session_start) and that its fields are exactly fields in order, and the outcome/reason rule.
-func requireShape(t *testing.T, p *harness.Process, e event, fields []string, outcome string) {
+// requireShape checks e's envelope (docs/trace.md, "The envelope": order, ids, parent = session_start) and that its fields
+// are exactly fields in order, and the outcome/reason rule.
+func requireShape(t *testing.T, p *harness.Process, e harness.Event, fields []string, outcome string) {
 	t.Helper()
-	want := append(slices.Clone(envelopeKeys), fields...)
-	if !slices.Equal(e.Keys, want) {
-		t.Fatalf("trace keys %q, want exactly %q: %s", e.Keys, want, e.Raw)
-	}
-	if !eventIDPattern.MatchString(e.Str(t, "event_id")) {
-		t.Fatalf("event_id %q is not evt_<32 hex>: %s", e.M["event_id"], e.Raw)
-	}
-	if e.M["session_id"] != p.Ready.SessionID {
-		t.Fatalf("session_id %v, want %s: %s", e.M["session_id"], p.Ready.SessionID, e.Raw)
-	}
-	if starts := eventsFor(t, p, "session_start", "", ""); len(starts) != 1 || e.M["parent_id"] != starts[0].M["event_id"] {
-		t.Fatalf("parent_id %v is not the session_start's event_id: %s", e.M["parent_id"], e.Raw)
-	}
-	if _, ok := e.M["timestamp"].(json.Number); !ok {
-		t.Fatalf("timestamp is not a number: %s", e.Raw)
-	}
+	harness.RequireEnvelope(t, harness.SessionOf(t, p.Ready), e, e.Str(t, "event_type"), fields...)
 	if e.M["outcome"] != outcome {
 		t.Fatalf("outcome %v, want %s: %s", e.M["outcome"], outcome, e.Raw)
 	}
@@ -486,22 +309,15 @@ func requireShape(t *testing.T, p *harness.Process, e event, fields []string, ou
 
 // requireReason requires e's reason to be exactly the message the caller received
 // (docs/trace.md).
-func requireReason(t *testing.T, e event, message string) {
+func requireReason(t *testing.T, e harness.Event, message string) {
 	t.Helper()
 	if e.M["reason"] != message {
 		t.Fatalf("trace reason %#v, want the refusal's message %q: %s", e.M["reason"], message, e.Raw)
 	}
 }
 
-// messageOf returns a raw refusal's message.
-func messageOf(t *testing.T, r harness.Response) string {
-	t.Helper()
-	s, _ := r.JSON(t)["message"].(string)
-	return s
-}
-
 // requireNull requires each named field of e to be JSON null.
-func requireNull(t *testing.T, e event, keys ...string) {
+func requireNull(t *testing.T, e harness.Event, keys ...string) {
 	t.Helper()
 	for _, k := range keys {
 		if v, present := e.M[k]; !present || v != nil {
@@ -512,7 +328,7 @@ func requireNull(t *testing.T, e event, keys ...string) {
 
 // requireField requires e's field key to equal want (strings compared as strings, numbers as
 // their decimal text).
-func requireField(t *testing.T, e event, key string, want any) {
+func requireField(t *testing.T, e harness.Event, key string, want any) {
 	t.Helper()
 	got := e.M[key]
 	if n, ok := got.(json.Number); ok {
@@ -565,12 +381,6 @@ func forgeFor(p string) string {
 	return forge(fmt.Sprintf(`{"v":1,"iss":"ses_fake","p":%s,"exp":%d,"n":"%x"}`, pj, time.Now().Add(time.Hour).UnixMilli(), nonce))
 }
 
-// sha256Hex is the lowercase hex sha256 of b.
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
 // ---------------------------------------------------------------------------------------------
 // Raw redeem
 
@@ -583,33 +393,19 @@ func redeem(t *testing.T, p *harness.Process, token string, headers ...string) h
 // aud is an x-murmur-audience header line.
 func aud(value string) string { return "x-murmur-audience: " + value }
 
-// requireRefusal requires r to be a JSON refusal {"error","message"} with status and code,
-// content-length and connection: close, never x-murmur-export-root; with wantHandleID "" it
-// requires no plane header at all (the answers before the declaration check), else
-// x-murmur-generation and x-murmur-handle-id = wantHandleID.
-func requireRefusal(t *testing.T, r harness.Response, status int, code string, wantHandleID string) {
+// requireRefusal requires r to be a refusal under /resources/ (harness.RequireRefusal) that
+// never carries x-murmur-export-root; with wantHandleID "" it requires no plane header at all
+// (the answers before the declaration check), else x-murmur-generation and
+// x-murmur-handle-id = wantHandleID. It returns the refusal's message.
+func requireRefusal(t *testing.T, r harness.Response, status int, code string, wantHandleID string) string {
 	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d %q, want %d %s", r.Status, r.Body, status, code)
-	}
-	requireKeys(t, "refusal body", r.Body, "error", "message")
-	if got := r.JSON(t)["error"]; got != code {
-		t.Fatalf("error %v (%s), want %s", got, r.Body, code)
-	}
-	if ct := r.Get("content-type"); ct != "application/json" {
-		t.Fatalf("content-type %q on a refusal, want application/json", ct)
-	}
-	if r.Get("connection") != "close" || r.Get("content-length") == "" {
-		t.Fatalf("a /resources/ response needs content-length and connection: close; headers %v", r.Header)
-	}
+	msg := harness.RequireRefusal(t, r, status, code)
 	if r.Has("x-murmur-export-root") {
 		t.Fatalf("a peer-plane answer carries x-murmur-export-root: %v", r.Header)
 	}
 	if wantHandleID == "" {
-		if r.Has("x-murmur-generation") || r.Has("x-murmur-handle-id") {
-			t.Fatalf("an answer before the declaration check carries plane headers: %v", r.Header)
-		}
-		return
+		harness.RequireNoPlaneHeaders(t, r)
+		return msg
 	}
 	if r.Get("x-murmur-generation") == "" {
 		t.Fatalf("refusal %s lacks x-murmur-generation: %v", code, r.Header)
@@ -617,6 +413,7 @@ func requireRefusal(t *testing.T, r harness.Response, status int, code string, w
 	if got := r.Get("x-murmur-handle-id"); got != wantHandleID {
 		t.Fatalf("x-murmur-handle-id %q, want %q", got, wantHandleID)
 	}
+	return msg
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -717,7 +514,7 @@ func (f *fakePeer) serve(w http.ResponseWriter, r *http.Request) {
 func serveBytes(body []byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("content-type", "application/octet-stream")
-		w.Header().Set("etag", `"sha256:`+sha256Hex(body)+`"`)
+		w.Header().Set("etag", harness.ETag(body))
 		w.Header().Set("x-murmur-generation", "7")
 		_, _ = w.Write(body)
 	}

@@ -2,11 +2,11 @@ package peer_test
 
 import (
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -22,7 +22,7 @@ func TestNoHandleTokenReachesATraceOrLog(t *testing.T) {
 	a := startMinter(t)
 	b := startFetcher(t)
 	f := newFakePeer(t)
-	harness.Layout(t, filepath.Join(a.Ready.Workdir, "out", "handoff"), map[string]string{"mh1.AAAA.BBBB": "lookalike\n"})
+	fixture.Write(t, filepath.Join(a.Ready.Workdir, "out", "handoff"), fixture.Layout{"mh1.AAAA.BBBB": "lookalike\n"})
 
 	m := mint(t, a, b.Ready.Listen, "report.md")
 	token, id := m.Handle, m.HandleID
@@ -74,18 +74,17 @@ func TestNoHandleTokenReachesATraceOrLog(t *testing.T) {
 		}
 	}
 
-	files := tracesUnder(t, a, b)
-	for name, text := range files {
-		for _, line := range strings.Split(text, "\n") {
-			if loc := tokenPattern.FindString(line); loc != "" || strings.Contains(line, tag) {
-				t.Errorf("%s: a token (or its MAC) in %s", name, line)
+	for _, p := range []*harness.Process{a, b} {
+		for _, text := range textsOf(t, p) {
+			for _, leak := range tokensIn(text, tag) {
+				t.Errorf("a token (or its MAC): %s", leak)
 			}
 		}
 	}
 
 	// The placeholder stands where the token was.
-	var read event
-	for _, e := range traceEvents(t, a.Ready.Trace) {
+	var read harness.Event
+	for _, e := range harness.Events(t, a.Ready.Trace) {
 		if e.M["event_type"] == "resource_read" {
 			read = e
 		}
@@ -109,26 +108,4 @@ func TestNoHandleTokenReachesATraceOrLog(t *testing.T) {
 	if len(mints) != 1 || mints[0].M["outcome"] != "ok" {
 		t.Errorf("sharing a file named like a token should trace its path as a placeholder: %s", rawLines(mints))
 	}
-}
-
-// tracesUnder returns the text of every trace file of the given processes' workdirs and of
-// their stderr, by name.
-func tracesUnder(t *testing.T, procs ...*harness.Process) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, p := range procs {
-		paths, _ := filepath.Glob(filepath.Join(p.Ready.Workdir, ".murmur", "*", "trace.jsonl"))
-		if len(paths) == 0 {
-			t.Fatalf("no trace file under %s", p.Ready.Workdir)
-		}
-		for _, path := range paths {
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out["trace "+path] = string(raw)
-		}
-		out["stderr of "+p.Ready.SessionID] = p.Stderr()
-	}
-	return out
 }

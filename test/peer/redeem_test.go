@@ -2,17 +2,14 @@ package peer_test
 
 import (
 	"encoding/json"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -42,7 +39,7 @@ func nonCanonicalTail(t *testing.T, seg string) string {
 func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 	t.Parallel()
 	a := startMinter(t, "--containment", "sealed")
-	u := start(t, harness.Capsule{Manifest: manifestBare, Files: map[string]string{"out/x.md": "x"}})
+	u := start(t, harness.Capsule{Manifest: manifestBare, Files: fixture.Layout{"out/x.md": "x"}})
 	card := newFakePeer(t)
 	card.setCard(cardJSON(`{"name":"Bravo","url":"http://localhost:9"}`))
 	const audience = "bravo@localhost:9"
@@ -93,9 +90,9 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 	t.Run("HEAD is 405 too", func(t *testing.T) {
 		for _, p := range []*harness.Process{a, u} {
 			before := countEvents(t, p, "peer_handle_redeem")
-			status, header := headersOnly(t, p.Ready.Listen, "HEAD /resources/peer/"+valid.Handle+" HTTP/1.1\r\nHost: x\r\n"+aud(audience)+"\r\n\r\n")
-			if status != 405 || header["allow"] != "GET" || header["x-murmur-generation"] != "" || header["x-murmur-handle-id"] != "" {
-				t.Fatalf("HEAD: %d %v, want 405 with allow: GET and no plane headers", status, header)
+			r := harness.Raw(t, p.Ready.Listen, "HEAD /resources/peer/"+valid.Handle+" HTTP/1.1\r\nHost: x\r\n"+aud(audience)+"\r\n\r\n")
+			if r.Status != 405 || r.Get("allow") != "GET" || r.Get("x-murmur-generation") != "" || r.Get("x-murmur-handle-id") != "" {
+				t.Fatalf("HEAD: %d %v, want 405 with allow: GET and no plane headers", r.Status, r.Header)
 			}
 			if countEvents(t, p, "peer_handle_redeem") != before {
 				t.Fatalf("HEAD was traced")
@@ -115,10 +112,10 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				r := redeem(t, u, tc.token, tc.headers...)
-				requireRefusal(t, r, 404, "no_peer_plane", handleID(tc.token))
+				msg := requireRefusal(t, r, 404, "no_peer_plane", handleID(tc.token))
 				e := lastEventFor(t, u, "peer_handle_redeem", "handle_id", handleID(tc.token))
 				requireShape(t, u, e, redeemKeys, "no_peer_plane")
-				requireReason(t, e, messageOf(t, r))
+				requireReason(t, e, msg)
 				requireNull(t, e, "path", "bytes", "sha256")
 			})
 		}
@@ -154,10 +151,10 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				id := handleID(tc.token)
 				r := redeem(t, a, tc.token, aud(audience))
-				requireRefusal(t, r, 400, "malformed_handle", id)
+				msg := requireRefusal(t, r, 400, "malformed_handle", id)
 				e := lastEventFor(t, a, "peer_handle_redeem", "handle_id", id)
 				requireShape(t, a, e, redeemKeys, "malformed_handle")
-				requireReason(t, e, messageOf(t, r))
+				requireReason(t, e, msg)
 				requireField(t, e, "audience_asserted", audience)
 				requireNull(t, e, "path", "bytes", "sha256")
 
@@ -189,12 +186,13 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				h := mint(t, a, card.Addr(), "report.md")
 				r := redeem(t, a, h.Handle, tc.headers...)
+				var msg string
 				if tc.status == 200 {
 					if r.Status != 200 {
 						t.Fatalf("status %d %s, want 200", r.Status, r.Body)
 					}
 				} else {
-					requireRefusal(t, r, tc.status, tc.code, h.HandleID)
+					msg = requireRefusal(t, r, tc.status, tc.code, h.HandleID)
 				}
 				e := eventFor(t, a, "peer_handle_redeem", "handle_id", h.HandleID)
 				outcome := tc.code
@@ -203,7 +201,7 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 				}
 				requireShape(t, a, e, redeemKeys, outcome)
 				if outcome != "ok" {
-					requireReason(t, e, messageOf(t, r))
+					requireReason(t, e, msg)
 				}
 				if tc.asserted == nil {
 					requireNull(t, e, "audience_asserted")
@@ -232,7 +230,7 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 	})
 
 	t.Run("p is lowered, never decoded again", func(t *testing.T) {
-		harness.Layout(t, filepath.Join(a.Ready.Workdir, "out", "handoff"), map[string]string{
+		fixture.Write(t, filepath.Join(a.Ready.Workdir, "out", "handoff"), fixture.Layout{
 			"a%41.txt": "the literal percent name\n",
 			"aA.txt":   "the decoded name\n",
 		})
@@ -250,7 +248,7 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 	})
 
 	t.Run("200 carries exactly the validator headers", func(t *testing.T) {
-		control(t, a.Ready.Control, http.MethodPost, "/v1/tasks/terminal", `{"state":"completed"}`)
+		harness.Control(t, a.Ready.Control, http.MethodPost, "/v1/tasks/terminal", `{"state":"completed"}`)
 		for _, target := range []string{valid.Handle, valid.Handle + "?x=1"} {
 			r := redeem(t, a, target, aud(audience))
 			want := minterFiles()["out/handoff/report.md"]
@@ -261,20 +259,16 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for name, value := range map[string]string{
+			harness.RequireHeaders(t, r, map[string]string{
 				"content-type":         "application/octet-stream",
-				"etag":                 `"sha256:` + sha256Hex([]byte(want)) + `"`,
+				"etag":                 harness.ETag([]byte(want)),
 				"x-murmur-mtime-ms":    strconv.FormatInt(info.ModTime().UnixMilli(), 10),
 				"x-murmur-generation":  "1",
 				"x-murmur-containment": "sealed",
 				"x-murmur-handle-id":   valid.HandleID,
 				"content-length":       strconv.Itoa(len(want)),
 				"connection":           "close",
-			} {
-				if got := r.Header[name]; len(got) != 1 || got[0] != value {
-					t.Errorf("header %s = %q, want exactly [%q]", name, got, value)
-				}
-			}
+			})
 			if r.Has("x-murmur-export-root") {
 				t.Errorf("a redeem discloses x-murmur-export-root: %q", r.Get("x-murmur-export-root"))
 			}
@@ -288,7 +282,7 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 
 	t.Run("file-side refusals after the MAC", func(t *testing.T) {
 		root := filepath.Join(a.Ready.Workdir, "out", "handoff")
-		harness.Layout(t, root, map[string]string{
+		fixture.Write(t, root, fixture.Layout{
 			"gone.md":    "soon gone\n",
 			"big.bin":    strings.Repeat("x", 1025),
 			"exact.bin":  strings.Repeat("y", 1024),
@@ -301,12 +295,7 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 			handles[name] = mint(t, a, card.Addr(), name) // the mint never looks at max_bytes
 		}
 		must(t, os.Remove(filepath.Join(root, "gone.md")))
-		must(t, os.Remove(filepath.Join(root, "to-dir.md")))
-		must(t, os.Mkdir(filepath.Join(root, "to-dir.md"), 0o755))
-		must(t, os.Remove(filepath.Join(root, "to-link.md")))
-		must(t, os.Symlink("../secret.md", filepath.Join(root, "to-link.md")))
-		must(t, os.Remove(filepath.Join(root, "to-fifo.md")))
-		must(t, syscall.Mkfifo(filepath.Join(root, "to-fifo.md"), 0o644))
+		fixture.Write(t, root, fixture.Layout{"to-dir.md/": "", "to-link.md -> ../secret.md": "", "to-fifo.md|": ""})
 
 		for _, tc := range []struct {
 			file   string
@@ -329,8 +318,7 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 					}
 					return
 				}
-				requireRefusal(t, r, tc.status, tc.code, h.HandleID)
-				msg := r.JSON(t)["message"].(string)
+				msg := requireRefusal(t, r, tc.status, tc.code, h.HandleID)
 				requireNoHostPath(t, msg, a)
 				if strings.Contains(msg, tc.file) {
 					t.Fatalf("message %q names the file", msg)
@@ -348,9 +336,9 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 	t.Run("root re-pointed outside the workdir is outside_root", func(t *testing.T) {
 		root := filepath.Join(a.Ready.Workdir, "out", "handoff")
 		outside := t.TempDir()
-		harness.Layout(t, outside, map[string]string{"report.md": "outside the workdir\n"})
+		fixture.Write(t, outside, fixture.Layout{"report.md": "outside the workdir\n"})
 		must(t, os.Rename(root, root+".real"))
-		must(t, os.Symlink(outside, root))
+		fixture.Write(t, a.Ready.Workdir, fixture.Layout{"out/handoff -> " + outside: ""})
 		defer func() {
 			must(t, os.Remove(root))
 			must(t, os.Rename(root+".real", root))
@@ -361,41 +349,6 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 			t.Fatalf("served a byte from outside the workdir")
 		}
 	})
-}
-
-// headersOnly sends raw request bytes and returns the status and the headers (lower-cased
-// names, first value) of the answer, ignoring its body: for HEAD, whose answer has a
-// content-length but no body.
-func headersOnly(t *testing.T, addr, request string) (int, map[string]string) {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(conn, request); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, _, _ := strings.Cut(string(raw), "\r\n\r\n")
-	lines := strings.Split(head, "\r\n")
-	fields := strings.Fields(lines[0])
-	if len(fields) < 2 {
-		t.Fatalf("bad answer %q", raw)
-	}
-	code, _ := strconv.Atoi(fields[1])
-	header := map[string]string{}
-	for _, line := range lines[1:] {
-		name, value, _ := strings.Cut(line, ":")
-		if key := strings.ToLower(strings.TrimSpace(name)); header[key] == "" {
-			header[key] = strings.TrimSpace(value)
-		}
-	}
-	return code, header
 }
 
 func must(t *testing.T, err error) {

@@ -3,14 +3,13 @@ package peer_test
 import (
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
 )
 
@@ -68,8 +67,8 @@ func TestShareFileRefusesInContractOrder(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				mints, conns := countEvents(t, a, "peer_handle_mint"), good.conns.Load()
-				got := control(t, a.Ready.Control, http.MethodPost, "/v1/tools/share-file", tc.body)
-				refusalOf(t, got, http.StatusUnprocessableEntity, "invalid_input")
+				got := harness.Control(t, a.Ready.Control, http.MethodPost, "/v1/tools/share-file", tc.body)
+				harness.RequireControlRefusal(t, got, http.StatusUnprocessableEntity, "invalid_input")
 				if n := countEvents(t, a, "peer_handle_mint"); n != mints {
 					t.Fatalf("invalid input was traced (%d new mint events)", n-mints)
 				}
@@ -124,7 +123,7 @@ func TestShareFileRefusesInContractOrder(t *testing.T) {
 				path := "report.md#" + tc.name // unique, so the trace line is found by path
 				goodConns := good.conns.Load()
 				got := share(t, a, map[string]any{"path": path, "peer": tc.peer})
-				refusalOf(t, got, http.StatusUnprocessableEntity, "peer_unreachable")
+				harness.RequireControlRefusal(t, got, http.StatusUnprocessableEntity, "peer_unreachable")
 				requireNoHostPath(t, got.Message(), a)
 				e := eventFor(t, a, "peer_handle_mint", "path", path)
 				requireShape(t, a, e, mintKeys, "peer_unreachable")
@@ -142,7 +141,7 @@ func TestShareFileRefusesInContractOrder(t *testing.T) {
 	})
 
 	t.Run("path refusals after the card carry the derived audience", func(t *testing.T) {
-		must(t, syscall.Mkfifo(filepath.Join(a.Ready.Workdir, "out", "handoff", "pipe"), 0o644))
+		fixture.Write(t, a.Ready.Workdir, fixture.Layout{"out/handoff/pipe|": ""})
 		for _, tc := range []struct {
 			path string
 			code string
@@ -166,7 +165,7 @@ func TestShareFileRefusesInContractOrder(t *testing.T) {
 			t.Run(tc.code+" "+tc.path, func(t *testing.T) {
 				conns := good.conns.Load()
 				got := share(t, a, map[string]any{"path": tc.path, "peer": good.Addr()})
-				refusalOf(t, got, http.StatusUnprocessableEntity, tc.code)
+				harness.RequireControlRefusal(t, got, http.StatusUnprocessableEntity, tc.code)
 				requireNoHostPath(t, got.Message(), a)
 				if !strings.Contains(got.Message(), "exports.peer_files.root") {
 					t.Errorf("message %q does not tell the agent that only files under exports.peer_files.root may be shared", got.Message())
@@ -249,7 +248,7 @@ func TestShareFileRefusesInContractOrder(t *testing.T) {
 	t.Run("scoped class refuses a symlink", func(t *testing.T) {
 		scoped := startMinter(t, "--containment", "scoped")
 		got := share(t, scoped, map[string]any{"path": "alias.md", "peer": good.Addr()})
-		refusalOf(t, got, http.StatusUnprocessableEntity, "symlink_refused")
+		harness.RequireControlRefusal(t, got, http.StatusUnprocessableEntity, "symlink_refused")
 		e := eventFor(t, scoped, "peer_handle_mint", "path", "alias.md")
 		requireShape(t, scoped, e, mintKeys, "symlink_refused")
 		requireField(t, e, "audience", goodAudience)
@@ -270,17 +269,17 @@ func TestShareFileRefusesInContractOrder(t *testing.T) {
 			{"both", d, []string{"share-file", "fetch-peer-file"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				got := control(t, tc.p.Ready.Control, http.MethodGet, "/v1/tools", nil)
+				got := harness.Control(t, tc.p.Ready.Control, http.MethodGet, "/v1/tools", nil)
 				if got.Status != 200 {
 					t.Fatalf("GET /v1/tools: %d %s", got.Status, got.Raw)
 				}
-				requireKeys(t, "GET /v1/tools", got.Raw, "tools")
+				harness.RequireKeys(t, "GET /v1/tools", got.Raw, "tools")
 				var list []json.RawMessage
 				if err := json.Unmarshal(got.Body["tools"], &list); err != nil || len(list) != len(tc.tools) {
 					t.Fatalf("tools %s, want %q", got.Body["tools"], tc.tools)
 				}
 				for i, raw := range list {
-					requireKeys(t, "tool entry", raw, "name", "description", "input_schema")
+					harness.RequireKeys(t, "tool entry", raw, "name", "description", "input_schema")
 					var spec struct {
 						Name        string          `json:"name"`
 						Description string          `json:"description"`
@@ -303,11 +302,11 @@ func TestShareFileRefusesInContractOrder(t *testing.T) {
 						continue
 					}
 					before := countEvents(t, tc.p, "peer_handle_mint") + countEvents(t, tc.p, "peer_file_fetch")
-					got := control(t, tc.p.Ready.Control, http.MethodPost, "/v1/tools/"+tool,
+					got := harness.Control(t, tc.p.Ready.Control, http.MethodPost, "/v1/tools/"+tool,
 						map[string]any{"path": "report.md", "peer": good.Addr(), "handle": "mh1.a.b"})
-					refusalOf(t, got, http.StatusNotFound, "unknown_tool")
-					got = control(t, tc.p.Ready.Control, http.MethodPost, "/v1/tools/"+tool, `not json`)
-					refusalOf(t, got, http.StatusNotFound, "unknown_tool")
+					harness.RequireControlRefusal(t, got, http.StatusNotFound, "unknown_tool")
+					got = harness.Control(t, tc.p.Ready.Control, http.MethodPost, "/v1/tools/"+tool, `not json`)
+					harness.RequireControlRefusal(t, got, http.StatusNotFound, "unknown_tool")
 					if after := countEvents(t, tc.p, "peer_handle_mint") + countEvents(t, tc.p, "peer_file_fetch"); after != before {
 						t.Fatalf("an undeclared tool was traced")
 					}

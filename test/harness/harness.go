@@ -243,6 +243,18 @@ func (p *Process) Stop(t testing.TB) int {
 	return p.exit
 }
 
+// Kill sends SIGKILL and waits for the process to end, as a crash or the OOM killer would end
+// it: nothing of its shutdown runs.
+func (p *Process) Kill(t testing.TB) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not end within 20 s of SIGKILL")
+	}
+}
+
 // Stderr returns everything the process wrote to stderr so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
 

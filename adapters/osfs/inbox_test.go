@@ -71,6 +71,26 @@ func inboxEntries(t *testing.T, dir string) []string {
 	return names
 }
 
+// mustStage stages a file for handleID in in.
+func mustStage(t *testing.T, in *osfs.Inbox) ports.StagedFile {
+	t.Helper()
+	f, err := in.Stage(handleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// wantStageRefused requires Stage(id) to fail with an io_error refusal that names no host path.
+func wantStageRefused(t *testing.T, in *osfs.Inbox, id, workdir string) {
+	t.Helper()
+	f, err := in.Stage(id)
+	if err == nil {
+		f.Discard()
+	}
+	wantIOError(t, err, workdir)
+}
+
 func writeStaged(t *testing.T, f ports.StagedFile, s string) {
 	t.Helper()
 	if n, err := f.Write([]byte(s)); err != nil || n != len(s) {
@@ -93,10 +113,7 @@ func wantIOError(t *testing.T, err error, workdir string) {
 func TestStageCreatesPeerInAndAPrivateFileNamedOnlyInThePartScheme(t *testing.T) {
 	forEachScheme(t, func(t *testing.T, sc scheme) {
 		in, workdir := openInbox(t, sc)
-		f, err := in.Stage(handleID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := mustStage(t, in)
 		defer f.Discard()
 		writeStaged(t, f, "partial")
 		dir := filepath.Join(workdir, "peer-in")
@@ -124,10 +141,7 @@ func TestStageCreatesPeerInAndAPrivateFileNamedOnlyInThePartScheme(t *testing.T)
 func TestCommitStoresTheBytesUnderTheName(t *testing.T) {
 	forEachScheme(t, func(t *testing.T, sc scheme) {
 		in, workdir := openInbox(t, sc)
-		f, err := in.Stage(handleID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := mustStage(t, in)
 		writeStaged(t, f, "hello, ")
 		writeStaged(t, f, "peer")
 		stored, err := f.Commit(handleID + "-report.md")
@@ -172,10 +186,7 @@ func TestCommitReplacesAnEarlierFileAndASymlinkWithoutWritingThroughIt(t *testin
 			t.Fatal(err)
 		}
 		for _, name := range []string{"earlier.txt", "link.txt"} {
-			f, err := in.Stage(handleID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := mustStage(t, in)
 			writeStaged(t, f, "new")
 			if _, err := f.Commit(name); err != nil {
 				t.Fatal(err)
@@ -223,11 +234,7 @@ func TestStageRefusesAPeerInThatIsNotARealDirectory(t *testing.T) {
 				in, workdir := openInbox(t, sc)
 				elsewhere := t.TempDir()
 				tc.setup(t, filepath.Join(workdir, "peer-in"), elsewhere)
-				f, err := in.Stage(handleID)
-				if err == nil {
-					f.Discard()
-				}
-				wantIOError(t, err, workdir)
+				wantStageRefused(t, in, handleID, workdir)
 				if names := inboxEntries(t, elsewhere); len(names) != 0 {
 					t.Errorf("written through peer-in: %q", names)
 				}
@@ -243,11 +250,7 @@ func TestStageRefusesAHandleIDThatIsNotPartOfAName(t *testing.T) {
 	forEachScheme(t, func(t *testing.T, sc scheme) {
 		in, workdir := openInbox(t, sc)
 		for _, id := range []string{"../escape", "a/b", "nul\x00"} {
-			f, err := in.Stage(id)
-			if err == nil {
-				f.Discard()
-			}
-			wantIOError(t, err, workdir)
+			wantStageRefused(t, in, id, workdir)
 		}
 		if names := inboxEntries(t, workdir); len(names) != 0 {
 			t.Errorf("workdir holds %q, want nothing", names)
@@ -276,16 +279,13 @@ func TestAFailedCommitLeavesNoTempFile(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				in, workdir := openInbox(t, sc)
 				peerIn := filepath.Join(workdir, "peer-in")
-				f, err := in.Stage(handleID)
-				if err != nil {
-					t.Fatal(err)
-				}
+				f := mustStage(t, in)
 				if tc.setup != nil {
 					tc.setup(t, peerIn)
 				}
 				before := slices.DeleteFunc(inboxEntries(t, peerIn), partName.MatchString)
 				writeStaged(t, f, "bytes")
-				_, err = f.Commit(tc.store)
+				_, err := f.Commit(tc.store)
 				wantIOError(t, err, workdir)
 				f.Discard() // what the application does after a failed Commit: must be harmless
 				if after := inboxEntries(t, peerIn); !slices.Equal(after, before) {
@@ -302,10 +302,7 @@ func TestAFailedCommitLeavesNoTempFile(t *testing.T) {
 func TestDiscardLeavesNothing(t *testing.T) {
 	forEachScheme(t, func(t *testing.T, sc scheme) {
 		in, workdir := openInbox(t, sc)
-		f, err := in.Stage(handleID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := mustStage(t, in)
 		writeStaged(t, f, "partial")
 		f.Discard()
 		f.Discard()

@@ -2,10 +2,13 @@ package landlock_test
 
 import (
 	"bufio"
+	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
@@ -148,6 +152,48 @@ var probes = []probe{
 		func(w world) error { return createFile(w.at("spool/snapshot")) }},
 	{"reading the resolver's hosts file works", "", 1,
 		func(world) error { return readFile("/etc/hosts") }},
+	// What Go loads lazily: loaded before the wall, or readable behind it.
+	{"resolving a name through the resolver's files works", "", 1,
+		func(world) error {
+			_, err := net.DefaultResolver.LookupHost(context.Background(), "localhost")
+			return err
+		}},
+	{"the system TLS roots are as the unconfined parent found them", "", 1,
+		func(world) error { return expect(expectRootsEnv, hasSystemRoots()) }},
+	{"the local time zone is as the unconfined parent found it", "", 1,
+		func(world) error { return expect(expectZoneEnv, time.Now().Format("-0700 MST")) }},
+}
+
+// The expectations the parent passes to the helper: what it found, unconfined, for the TLS
+// roots and for the time zone it sets with TZ.
+const (
+	expectRootsEnv = "LANDLOCK_HELPER_ROOTS"
+	expectZoneEnv  = "LANDLOCK_HELPER_ZONE"
+	helperZone     = "Europe/Paris"
+)
+
+// expect returns an error unless got is the value of the environment variable name.
+func expect(name, got string) error {
+	if want := os.Getenv(name); got != want {
+		return fmt.Errorf("got %q, want %q", got, want)
+	}
+	return nil
+}
+
+// hasSystemRoots says whether this process can load a non-empty system root pool.
+func hasSystemRoots() string {
+	pool, err := x509.SystemCertPool()
+	return strconv.FormatBool(err == nil && !pool.Equal(x509.NewCertPool()))
+}
+
+// helperEnvironment is the environment of the helper: the box, the expectations, and TZ set
+// to helperZone when this system knows it (so that the zone loaded lazily is not UTC).
+func helperEnvironment(box string) []string {
+	env := append(os.Environ(), helperEnv+"="+box, expectRootsEnv+"="+hasSystemRoots())
+	if zone, err := time.LoadLocation(helperZone); err == nil {
+		return append(env, "TZ="+helperZone, expectZoneEnv+"="+time.Now().In(zone).Format("-0700 MST"))
+	}
+	return append(env, "TZ=UTC", expectZoneEnv+"="+time.Now().UTC().Format("-0700 MST"))
 }
 
 // landedName is the file landThroughInbox stores in peer-in.
@@ -229,8 +275,9 @@ func errnoName(err error) string {
 // outside the workdir (by an absolute path, through either kind of symlink), every write
 // into the export root or the workdir, a write through a planted symlink, a symlink and an
 // exec; while reads beneath the root (one created after start included), landing a fetched
-// file in peer-in (through the production inbox, and by the .part scheme), trace appends and
-// writes in the session and operator directories still work.
+// file in peer-in (through the production inbox, and by the .part scheme), trace appends,
+// writes in the session and operator directories, name resolution, the TLS roots and the local
+// time zone still work.
 func TestConfinedProcessMeetsTheWall(t *testing.T) {
 	abi := landlock.ABI()
 	if abi == 0 {
@@ -239,7 +286,7 @@ func TestConfinedProcessMeetsTheWall(t *testing.T) {
 	box := t.TempDir()
 	fixture.Write(t, box, boxLayout)
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), helperEnv+"="+box)
+	cmd.Env = helperEnvironment(box)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()

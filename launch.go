@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
@@ -32,6 +33,9 @@ type Launch struct {
 	Limits   Limits
 	// Log is the service's logger; serve builds it with NewLogger, which redacts handles.
 	Log zerolog.Logger
+	// Confine is --confine: how the service confines itself once everything it opens at start
+	// is open (docs/operator-guide.md, "Confinement").
+	Confine landlock.Mode
 }
 
 // Identity names the session this launch serves.
@@ -50,6 +54,10 @@ type Paths struct {
 	Workdir     string // created if missing
 	TracePath   string
 	ControlPath string
+	// SessionDir is <workdir>/.murmur/<session id>/.
+	SessionDir string
+	// SpoolDir is where snapshot files are made: --spool-dir, else SessionDir.
+	SpoolDir string
 }
 
 // Network is how peers know this service and how it verifies them.

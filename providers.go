@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 
 	"github.com/rs/zerolog"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
+	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/application"
@@ -46,11 +48,19 @@ func provideWorkdirFS(p Paths) (*osfs.FS, func(), error) {
 	return fs, func() { _ = fs.Close() }, nil
 }
 
-// provideInbox opens peer-in's workdir; the unused *osfs.FS orders it after the workdir exists.
-func provideInbox(p Paths, _ *osfs.FS) (*osfs.Inbox, func(), error) {
+// provideInbox opens peer-in's workdir, which removes the temp files earlier processes left
+// in peer-in, and creates peer-in when fetch-peer-file is offered, so that confinement can
+// grant writes beneath it (docs/operator-guide.md, "Confinement"). The unused *osfs.FS orders
+// it after the workdir exists.
+func provideInbox(m manifest.Manifest, p Paths, logger zerolog.Logger, _ *osfs.FS) (*osfs.Inbox, func(), error) {
 	in, err := osfs.OpenInbox(p.Workdir)
 	if err != nil {
 		return nil, nil, err
+	}
+	if m.PeerFetch != nil {
+		if err := in.Create(); err != nil {
+			logger.Warn().Err(err).Msg("peer-in is not a real directory: every fetch-peer-file fails io_error")
+		}
 	}
 	return in, func() { _ = in.Close() }, nil
 }
@@ -174,12 +184,41 @@ func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi
 }
 
 func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, network Network, tasks *application.Tasks,
-	share *application.ShareFile, fetch *application.FetchPeerFile, logger zerolog.Logger) *control.API {
+	share *application.ShareFile, fetch *application.FetchPeerFile, logger zerolog.Logger, confined landlock.Result) *control.API {
 	status := control.Status{
 		SessionID: id.SessionID, Containment: c.String(), Planes: declaredPlanes(m),
-		Audience: network.Audience, URL: network.AdvertiseURL,
+		Audience: network.Audience, URL: network.AdvertiseURL, Confinement: confined.String(),
 	}
 	return control.NewAPI(status, tasks, share, fetch, logger)
+}
+
+// provideConfinement confines the process (docs/operator-guide.md, "Confinement") once
+// everything it opens at start is open. Its unused arguments order it after them: the
+// workdir, peer-in, the trace and the control socket (the resource listener is bound before
+// the Launch is made, and the peer CA bundle read). A resource the service opens at start
+// belongs in this list; the control API and the service, which report the confinement, come
+// after it.
+func provideConfinement(mode landlock.Mode, m manifest.Manifest, p Paths, logger zerolog.Logger,
+	_ *osfs.FS, _ *osfs.Inbox, _ *jsonl.File, _ controlListener) (landlock.Result, error) {
+	policy := landlock.Policy{Workdir: p.Workdir, Writable: writableDirs(m, p)}
+	if mode != landlock.Off {
+		for _, dir := range policy.Exposing() {
+			logger.Warn().Str("dir", dir).Msg("this writable directory holds the workdir: confinement cannot keep the workdir read-only; " +
+				"put --trace, --control and --spool-dir outside it")
+		}
+	}
+	return landlock.Confine(mode, policy)
+}
+
+// writableDirs are the directories the service writes beneath once confined: the session
+// directory, those of the trace and the control socket, the spool, and peer-in when
+// fetch-peer-file is offered.
+func writableDirs(m manifest.Manifest, p Paths) []string {
+	dirs := []string{p.SessionDir, filepath.Dir(p.TracePath), filepath.Dir(p.ControlPath), p.SpoolDir}
+	if m.PeerFetch != nil {
+		dirs = append(dirs, filepath.Join(p.Workdir, osfs.InboxDir))
+	}
+	return dirs
 }
 
 // controlServer serves the control API on the control socket.
@@ -208,9 +247,9 @@ func provideControlListener(p Paths, _ *jsonl.File) (controlListener, func(), er
 // provideService takes the whole Launch: the service reports it, in the ready line and in
 // session_start.
 func provideService(l Launch, resource resourceServer, resourceLn resourceListener, ctl controlServer, ctlLn controlListener,
-	requests *inflight, sink *jsonl.File, session application.Session, tools []string) *Service {
+	requests *inflight, sink *jsonl.File, session application.Session, tools []string, confined landlock.Result) *Service {
 	return &Service{
 		launch: l, resource: resource.Server, resourceLn: resourceLn.Listener, control: ctl.Server, ctlLn: ctlLn.Listener,
-		requests: requests, trace: sink, session: session, tools: tools, log: l.Log,
+		requests: requests, trace: sink, session: session, tools: tools, log: l.Log, confined: confined,
 	}
 }

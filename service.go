@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/resplane/resplane/adapters/jsonl"
+	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/trace"
 )
@@ -30,6 +31,7 @@ type Service struct {
 	session    application.Session
 	tools      []string
 	log        zerolog.Logger
+	confined   landlock.Result
 }
 
 // ReadyLine is the one JSON object serve prints on stdout once both listeners are up.
@@ -43,6 +45,7 @@ type ReadyLine struct {
 	Trace       string   `json:"trace"`
 	Workdir     string   `json:"workdir"`
 	Containment string   `json:"containment"`
+	Confinement string   `json:"confinement"`
 	Planes      []string `json:"planes"`
 	Tools       []string `json:"tools"`
 }
@@ -65,7 +68,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	ready, err := json.Marshal(ReadyLine{
 		Event: "ready", SessionID: l.Identity.SessionID, Listen: l.Listener.Addr().String(), URL: l.Network.AdvertiseURL,
 		Audience: l.Network.Audience, Control: l.Paths.ControlPath, Trace: l.Paths.TracePath, Workdir: l.Paths.Workdir,
-		Containment: l.Containment.String(), Planes: planes, Tools: s.tools,
+		Containment: l.Containment.String(), Confinement: s.confined.String(), Planes: planes, Tools: s.tools,
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
+	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/application"
@@ -20,7 +21,7 @@ import (
 // the parts it uses rather than the whole Launch; the peer roots are handed out of the network
 // part the same way.
 var launchSet = wire.NewSet(
-	wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log"),
+	wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log", "Confine"),
 	wire.FieldsOf(new(Network), "PeerRoots"),
 )
 
@@ -76,6 +77,7 @@ var edgeSet = wire.NewSet(
 	provideResourceServer,
 	provideControlServer,
 	provideControlListener,
+	provideConfinement,
 	provideService,
 )
 
@@ -90,12 +92,12 @@ func InitializeService(l Launch) (*Service, func(), error) {
 // which the caller supplies — the in-memory filesystem, a manual clock, a trace recorder, fake
 // peers — so a component test can drive the whole application in process, without sockets or
 // disk. Of l it uses the manifest, the identity, the containment class, the network part and
-// the limits.
+// the limits. Nothing is confined: the control API reports confinement "none".
 func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	wire.Build(
 		launchSet,
 		wire.FieldsOf(new(HandlerPorts), "FS", "Budget", "Clock", "Trace", "Key", "Nonces", "Cards", "Redeemer", "Inbox"),
-		applicationSet, handlerSet, wire.Struct(new(Handlers), "*"),
+		applicationSet, handlerSet, wire.Struct(new(Handlers), "*"), wire.Value(landlock.Result{}),
 	)
 	return nil, nil
 }

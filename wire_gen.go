@@ -13,6 +13,7 @@ import (
 	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
+	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/application"
@@ -69,7 +70,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	randomNonce := keys.RandomNonce{}
 	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, file)
 	redeemer := provideRedeemer(certPool)
-	inbox, cleanup4, err := provideInbox(paths, fs)
+	inbox, cleanup4, err := provideInbox(manifest, paths, logger, fs)
 	if err != nil {
 		cleanup3()
 		cleanup2()
@@ -77,8 +78,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, redeemer, inbox, file)
-	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger)
-	resplaneControlServer := provideControlServer(limits, logger, api, resplaneInflight)
+	mode := l.Confine
 	resplaneControlListener, cleanup5, err := provideControlListener(paths, file)
 	if err != nil {
 		cleanup4()
@@ -87,8 +87,19 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	result, err := provideConfinement(mode, manifest, paths, logger, fs, inbox, file, resplaneControlListener)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger, result)
+	resplaneControlServer := provideControlServer(limits, logger, api, resplaneInflight)
 	v := provideTools(api)
-	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, file, session, v)
+	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, file, session, v, result)
 	return service, func() {
 		cleanup5()
 		cleanup4()
@@ -102,7 +113,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 // which the caller supplies — the in-memory filesystem, a manual clock, a trace recorder, fake
 // peers — so a component test can drive the whole application in process, without sockets or
 // disk. Of l it uses the manifest, the identity, the containment class, the network part and
-// the limits.
+// the limits. Nothing is confined: the control API reports confinement "none".
 func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	manifest := l.Manifest
 	class := l.Containment
@@ -129,7 +140,8 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	peerInbox := p.Inbox
 	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, peerRedeemer, peerInbox, traceSink)
 	logger := l.Log
-	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger)
+	result := _wireResultValue
+	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger, result)
 	handlers := &Handlers{
 		Resources: resources,
 		Control:   api,
@@ -137,12 +149,16 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	return handlers, nil
 }
 
+var (
+	_wireResultValue = landlock.Result{}
+)
+
 // wire.go:
 
 // launchSet hands out the parts of a Launch, each as its own value, so that a provider names
 // the parts it uses rather than the whole Launch; the peer roots are handed out of the network
 // part the same way.
-var launchSet = wire.NewSet(wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log"), wire.FieldsOf(new(Network), "PeerRoots"))
+var launchSet = wire.NewSet(wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log", "Confine"), wire.FieldsOf(new(Network), "PeerRoots"))
 
 // adapterSet provides the outbound adapters and binds each to the port it implements. This is
 // the one place where a concrete adapter meets its port.
@@ -172,5 +188,6 @@ var edgeSet = wire.NewSet(
 	provideResourceServer,
 	provideControlServer,
 	provideControlListener,
+	provideConfinement,
 	provideService,
 )

@@ -53,9 +53,11 @@ type FetchResult struct {
 	Peer          string
 }
 
-// Summary is the one sentence a tool answer carries; it names no path and no token.
+// Summary is the one sentence a tool answer carries; it names no filesystem path and no token
+// (docs/control-api.md, "POST /v1/tools/fetch-peer-file"): the result's path field names the
+// stored file.
 func (r FetchResult) Summary() string {
-	return "Stored " + strconv.FormatInt(r.Bytes, 10) + " bytes from the peer under peer-in/; read the file to use it."
+	return "Stored " + strconv.FormatInt(r.Bytes, 10) + " bytes from the peer as a file; the result's path field names it, so read that file to use it."
 }
 
 // handleChars is the alphabet a handle may use; anything else never goes onto a request line.

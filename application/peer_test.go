@@ -334,6 +334,9 @@ func TestFetchStoresOnlyAVerifiedWholeFile(t *testing.T) {
 			if string(in.stored[name]) != body || result.Path != "peer-in/"+name || result.SHA256 != sha(body) || result.Bytes != int64(len(body)) {
 				t.Fatalf("Fetch = %+v, stored %v", result, in.stored)
 			}
+			if summary := result.Summary(); strings.ContainsAny(summary, "/") || strings.Contains(summary, "peer-in") || strings.Contains(summary, name) {
+				t.Fatalf("summary %q names a filesystem path; it must point at the result's path field instead", summary)
+			}
 			got, keysInOrder := fields(w.lastEvent(t, "peer_file_fetch"))
 			wantKeys := []string{"peer", "handle_id", "stored_path", "bytes", "sha256", "outcome", "reason"}
 			if !reflect.DeepEqual(keysInOrder, wantKeys) || got["handle_id"] != id || got["stored_path"] != result.Path {

@@ -25,6 +25,8 @@ import (
 type Status struct {
 	SessionID   string
 	Containment string
+	// Confinement is "landlock-v<ABI>" or "none" (docs/operator-guide.md, "Confinement").
+	Confinement string
 	Planes      []string
 	Audience    string
 	URL         string
@@ -107,7 +109,7 @@ type errorBody struct {
 func (a *API) getStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, statusBody{
 		SessionID: a.status.SessionID, Generation: a.tasks.Current(), Containment: a.status.Containment,
-		Planes: nonNil(a.status.Planes), Tools: a.Tools(), Audience: a.status.Audience, URL: a.status.URL,
+		Confinement: a.status.Confinement, Planes: nonNil(a.status.Planes), Tools: a.Tools(), Audience: a.status.Audience, URL: a.status.URL,
 	})
 }
 
@@ -115,6 +117,7 @@ type statusBody struct {
 	SessionID   string   `json:"session_id"`
 	Generation  uint64   `json:"generation"`
 	Containment string   `json:"containment"`
+	Confinement string   `json:"confinement"`
 	Planes      []string `json:"planes"`
 	Tools       []string `json:"tools"`
 	Audience    string   `json:"audience"`

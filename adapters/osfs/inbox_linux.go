@@ -6,19 +6,36 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 )
 
-// dirName is the inbox directory, relative to the workdir.
-const dirName = "peer-in"
+// InboxDir is the inbox directory, relative to the workdir.
+const InboxDir = "peer-in"
+
+// tempName matches the name of a temp file: .<handle id>-<16 hex>.part.
+var tempName = regexp.MustCompile(`^\..+-[0-9a-f]{16}\.part$`)
+
+// processStart is when this process started (this package's initialisation): a temp file last
+// modified before it was left by an earlier process.
+var processStart = time.Now()
+
+// procFD is where a descriptor of this process has a name; an unnamed file is linked into
+// peer-in through it.
+const procFD = "/proc/self/fd/"
 
 // Inbox is the peer-in/ directory of one workdir (ports.PeerInbox): it stores the files
-// fetch-peer-file receives, so that a fetched file appears whole or not at all.
+// fetch-peer-file receives, so that a fetched file appears whole and verified, or not at all,
+// whenever the process stops, kill -9 included.
 //
 // What it guarantees:
 //
@@ -26,37 +43,55 @@ const dirName = "peer-in"
 //     and then to one descriptor of peer-in opened with O_NOFOLLOW|O_DIRECTORY per staged
 //     file. If peer-in exists as anything but a real directory (a symlink to a directory
 //     included) Stage fails and nothing is written through it; a peer-in swapped for a
-//     symlink after Stage does not redirect the file either, because the rename goes through
-//     the same directory descriptor the temp file was created in.
-//   - A staged file is a new 0600 temp file peer-in/.<handle id>-<16 random hex>.part,
-//     created with O_CREAT|O_EXCL|O_NOFOLLOW, so concurrent stages never share or follow a
-//     file.
-//   - Commit flushes the file, renames it over peer-in/<name> in one step (replacing a file
-//     or a symlink of that name, never writing through it) and flushes the directory. A
-//     reader sees the earlier file or the new one, never a mix.
-//   - Every failure leaves no temp file behind and is an io_error refusal whose message
-//     names no host path. A system call a signal interrupts is retried, as everywhere in
-//     this package.
+//     symlink after Stage does not redirect the file either, because the file is created,
+//     linked and renamed through the same directory descriptor.
+//   - A staged file has no name: it is created with O_TMPFILE in peer-in (mode 0600), so a
+//     crash at any instant while it is filled leaves nothing behind. Commit gives it its name
+//     in one step (linkat through /proc/self/fd) when nothing has that name yet; otherwise it
+//     links it to a temp name and renames that over the name, so a reader sees the earlier
+//     file or the new one, never a mix; only a crash between those two steps leaves the temp
+//     name behind.
+//   - Where the filesystem or kernel refuses O_TMPFILE (EOPNOTSUPP, EISDIR), or /proc/self/fd
+//     is missing, a staged file is instead a new temp file peer-in/.<handle id>-<16 random
+//     hex>.part created with O_CREAT|O_EXCL|O_NOFOLLOW and renamed into place by Commit.
+//   - Every temp name is locked (flock) by the process that uses it. OpenInbox removes the
+//     temp files earlier processes left: regular files with a temp name, last modified before
+//     this process started and locked by no live process, found and removed through peer-in's
+//     descriptor without following any link.
+//   - Commit flushes the file before naming it and flushes peer-in after. Every failure leaves
+//     no temp file and no new peer-in/<name> behind and is an io_error refusal whose message
+//     names no host path. A system call a signal interrupts is retried, as everywhere in this
+//     package.
 //
 // What it does not guarantee: it does not guard against another process rewriting files
 // inside peer-in/ after Commit, and it does not stop the workdir itself from being replaced
-// after OpenInbox (the descriptor keeps pointing at the directory that was opened).
+// after OpenInbox (the descriptor keeps pointing at the directory that was opened). A file
+// the agent names like a temp file, modified before the process started and unlocked, is
+// removed at start like one.
 //
 // An Inbox is safe for concurrent use.
 type Inbox struct {
 	workdir int
+	// named is set once unnamed files cannot be used; Stage then makes .part files.
+	named atomic.Bool
 }
 
 var _ ports.PeerInbox = (*Inbox)(nil)
 
-// OpenInbox opens workdir (O_PATH|O_DIRECTORY) and returns its inbox. The error names the
-// path; it is meant for the operator at startup.
+// OpenInbox opens workdir (O_PATH|O_DIRECTORY), removes the temp files earlier processes
+// left in its peer-in/, and returns its inbox. The error names the path; it is meant for the
+// operator at startup.
 func OpenInbox(workdir string) (*Inbox, error) {
 	fd, err := retry(func() (int, error) { return unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
 	if err != nil {
 		return nil, fmt.Errorf("opening the workdir %s for peer-in: %w", workdir, err)
 	}
-	return &Inbox{workdir: fd}, nil
+	in := &Inbox{workdir: fd}
+	if _, err := os.Stat(procFD); err != nil {
+		in.named.Store(true)
+	}
+	in.sweep()
+	return in, nil
 }
 
 // Close releases the workdir descriptor. No Stage may be running or follow.
@@ -64,45 +99,106 @@ func (in *Inbox) Close() error {
 	return unix.Close(in.workdir)
 }
 
-// Stage creates peer-in (0700) when it is missing and a new temp file in it for handleID. It
-// fails with an io_error refusal, having written nothing, when peer-in is not a real directory
-// or handleID could not be part of a file name.
+// Create creates peer-in (0700) when it is missing, so that it exists before the process
+// confines itself and can be granted writes (docs/operator-guide.md, "Confinement"). It
+// fails with an io_error refusal when peer-in is not a real directory or cannot be created.
+func (in *Inbox) Create() error {
+	dir, err := in.openDir()
+	if err != nil {
+		return err
+	}
+	return unix.Close(dir)
+}
+
+// openDir creates peer-in (0700) when it is missing and opens it for staging.
+func (in *Inbox) openDir() (int, error) {
+	if err := retryErr(func() error { return unix.Mkdirat(in.workdir, InboxDir, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, storeFailed("peer-in could not be created", err)
+	}
+	dir, err := retry(func() (int, error) {
+		return unix.Openat(in.workdir, InboxDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return -1, storeFailed("peer-in is not a directory or cannot be opened", err)
+	}
+	return dir, nil
+}
+
+// Stage creates peer-in (0700) when it is missing and a new unnamed file in it for handleID
+// (a .part file where unnamed files cannot be used). It fails with an io_error refusal, having
+// written nothing, when peer-in is not a real directory or handleID could not be part of a
+// file name.
 func (in *Inbox) Stage(handleID string) (ports.StagedFile, error) {
 	if strings.ContainsAny(handleID, "/\x00") {
 		return nil, storeFailed("the handle id cannot be part of a file name", nil)
 	}
-	if err := retryErr(func() error { return unix.Mkdirat(in.workdir, dirName, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
-		return nil, storeFailed("peer-in could not be created", err)
+	dir, err := in.openDir()
+	if err != nil {
+		return nil, err
 	}
-	dir, err := retry(func() (int, error) {
-		return unix.Openat(in.workdir, dirName, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	s := &stagedFile{dir: dir, handleID: handleID}
+	if err := in.create(s); err != nil {
+		unix.Close(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// create makes s's file in s.dir: unnamed unless the inbox has learned that unnamed files
+// are refused here, else a .part file. The file is locked, so that no other process's start
+// takes its temp name, if it ever has one, for a leftover.
+func (in *Inbox) create(s *stagedFile) error {
+	if !in.named.Load() {
+		fd, err := retry(func() (int, error) {
+			return unix.Openat(s.dir, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+		})
+		switch {
+		case err == nil:
+			s.setFile(fd, InboxDir+"/(unnamed)")
+			return nil
+		case err != unix.EOPNOTSUPP && err != unix.EISDIR:
+			return storeFailed("the unnamed file could not be created", err)
+		}
+		in.named.Store(true)
+	}
+	temp := newTempName(s.handleID)
+	fd, err := retry(func() (int, error) {
+		return unix.Openat(s.dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	})
 	if err != nil {
-		return nil, storeFailed("peer-in is not a directory or cannot be opened", err)
+		return storeFailed("the temp file could not be created", err)
 	}
+	s.temp = temp
+	s.setFile(fd, InboxDir+"/"+temp)
+	return nil
+}
+
+// newTempName returns a fresh temp name for handleID: .<handleID>-<16 random hex>.part.
+func newTempName(handleID string) string {
 	var random [8]byte
 	rand.Read(random[:])
-	temp := "." + handleID + "-" + hex.EncodeToString(random[:]) + ".part"
-	fd, err := retry(func() (int, error) {
-		return unix.Openat(dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	})
-	if err != nil {
-		unix.Close(dir)
-		return nil, storeFailed("the temp file could not be created", err)
-	}
-	return &stagedFile{dir: dir, temp: temp, file: os.NewFile(uintptr(fd), dirName+"/"+temp)}, nil
+	return "." + handleID + "-" + hex.EncodeToString(random[:]) + ".part"
 }
 
-// stagedFile is one temp file in peer-in, with the peer-in descriptor it was created in. It is
-// used by one goroutine.
+// stagedFile is one file being filled in peer-in, with the peer-in descriptor it was created
+// in. It is used by one goroutine.
 type stagedFile struct {
-	dir  int
-	temp string
-	file *os.File
-	done bool
+	dir      int
+	handleID string
+	fd       int
+	file     *os.File
+	temp     string // the .part name; "" while the file has no name
+	done     bool
 }
 
-// Write appends to the temp file. A failure is an io_error refusal.
+// setFile adopts fd as the staged file and locks it (best effort: where the filesystem has no
+// locks, a leftover is simply never removed at start).
+func (s *stagedFile) setFile(fd int, name string) {
+	_ = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	s.fd, s.file = fd, os.NewFile(uintptr(fd), name)
+}
+
+// Write appends to the staged file. A failure is an io_error refusal.
 func (s *stagedFile) Write(p []byte) (int, error) {
 	n, err := s.file.Write(p)
 	if err != nil {
@@ -111,9 +207,10 @@ func (s *stagedFile) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Commit flushes the temp file and renames it over peer-in/<name>, then flushes peer-in, and
+// Commit flushes the staged file, gives it the name peer-in/<name> in one step (replacing an
+// earlier file or symlink of that name, never writing through it), flushes peer-in, and
 // returns "peer-in/<name>". name must be one path component: not empty, ".", "..", and without
-// "/" or NUL. On any failure neither the temp file nor a new peer-in/<name> remains, and the
+// "/" or NUL. On any failure neither a temp file nor a new peer-in/<name> remains, and the
 // error is an io_error refusal. A second Commit, or one after Discard, fails the same way.
 func (s *stagedFile) Commit(name string) (string, error) {
 	if s.done {
@@ -127,11 +224,7 @@ func (s *stagedFile) Commit(name string) (string, error) {
 		s.Discard()
 		return "", storeFailed("flushing the temp file failed", err)
 	}
-	if err := s.file.Close(); err != nil {
-		s.Discard()
-		return "", storeFailed("closing the temp file failed", err)
-	}
-	if err := retryErr(func() error { return unix.Renameat(s.dir, s.temp, s.dir, name) }); err != nil {
+	if err := s.place(name); err != nil {
 		s.Discard()
 		return "", storeFailed("moving the file into place failed", err)
 	}
@@ -141,18 +234,104 @@ func (s *stagedFile) Commit(name string) (string, error) {
 		unix.Unlinkat(s.dir, name, 0)
 		return "", storeFailed("flushing peer-in failed", err)
 	}
-	return dirName + "/" + name, nil
+	return InboxDir + "/" + name, nil
 }
 
-// Discard closes and removes the temp file. It does nothing after Commit or a first Discard.
+// place gives the staged file the name peer-in/<name> and closes it. On failure no new
+// peer-in/<name> remains; the caller discards the file.
+func (s *stagedFile) place(name string) error {
+	if s.temp != "" {
+		if err := s.file.Close(); err != nil {
+			return err
+		}
+		return retryErr(func() error { return unix.Renameat(s.dir, s.temp, s.dir, name) })
+	}
+	if err := s.link(name); err != nil {
+		return err
+	}
+	if err := s.file.Close(); err != nil {
+		unix.Unlinkat(s.dir, name, 0)
+		return err
+	}
+	return nil
+}
+
+// link names the unnamed file peer-in/<name>: directly when nothing has that name, else by a
+// link to a temp name renamed over it. On failure no temp name remains.
+func (s *stagedFile) link(name string) error {
+	source := procFD + strconv.Itoa(s.fd)
+	linkAs := func(target string) error {
+		return retryErr(func() error { return unix.Linkat(unix.AT_FDCWD, source, s.dir, target, unix.AT_SYMLINK_FOLLOW) })
+	}
+	err := linkAs(name)
+	if err != unix.EEXIST {
+		return err
+	}
+	temp := newTempName(s.handleID)
+	if err := linkAs(temp); err != nil {
+		return err
+	}
+	if err := retryErr(func() error { return unix.Renameat(s.dir, temp, s.dir, name) }); err != nil {
+		unix.Unlinkat(s.dir, temp, 0)
+		return err
+	}
+	return nil
+}
+
+// Discard closes and removes the staged file. It does nothing after Commit or a first
+// Discard.
 func (s *stagedFile) Discard() {
 	if s.done {
 		return
 	}
 	s.done = true
 	s.file.Close()
-	unix.Unlinkat(s.dir, s.temp, 0)
+	if s.temp != "" {
+		unix.Unlinkat(s.dir, s.temp, 0)
+	}
 	unix.Close(s.dir)
+}
+
+// sweep removes the temp files earlier processes left in peer-in (see Inbox). Failures are
+// ignored: a leftover it cannot remove is clutter, not a partial file under a stored name.
+func (in *Inbox) sweep() {
+	dir, err := retry(func() (int, error) {
+		return unix.Openat(in.workdir, InboxDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return
+	}
+	defer unix.Close(dir)
+	entries, err := (&dirFD{fd: dir}).Entries()
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Kind == resolve.Regular && tempName.MatchString(e.Name) {
+			removeIfLeftOver(dir, e.Name)
+		}
+	}
+}
+
+// removeIfLeftOver removes dir's entry name if it is a regular file (opened without following
+// a link), last modified before this process started, that it can lock: no live process
+// uses it.
+func removeIfLeftOver(dir int, name string) {
+	fd, err := retry(func() (int, error) {
+		return unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || !time.Unix(st.Mtim.Unix()).Before(processStart) {
+		return
+	}
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return
+	}
+	unix.Unlinkat(dir, name, 0)
 }
 
 // storeFailed returns the io_error refusal for a failed store: what went wrong and, when the

@@ -19,6 +19,7 @@ import (
 	"github.com/resplane/resplane"
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/config"
+	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/domain/audience"
 	"github.com/resplane/resplane/domain/diag"
@@ -138,6 +139,12 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
 		return exitUsage
 	}
+	// Refused before anything is bound or created (docs/operator-guide.md, "Confinement").
+	confine := landlock.Mode(settings.Confine)
+	if confine == landlock.Required && landlock.ABI() == 0 {
+		fmt.Fprintf(stderr, "resplane serve: --confine required: %v\n", landlock.ErrUnavailable)
+		return exitFailure
+	}
 
 	// The listener is bound before anything is created on disk, so a port in use leaves
 	// nothing behind.
@@ -173,13 +180,20 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintf(stderr, "resplane serve: --control: %v\n", err)
 		return exitFailure
 	}
+	spoolDir, err := absOr(settings.SpoolDir, sessionDir)
+	if err != nil {
+		_ = ln.Close()
+		fmt.Fprintf(stderr, "resplane serve: --spool-dir: %v\n", err)
+		return exitFailure
+	}
 	launch := resplane.Launch{
 		Manifest:    m,
 		Identity:    resplane.Identity{SessionID: sessionID, TraceParent: settings.TraceParent},
 		Containment: settings.Containment,
-		Paths:       resplane.Paths{Workdir: workdir, TracePath: tracePath, ControlPath: controlPath},
+		Paths:       resplane.Paths{Workdir: workdir, TracePath: tracePath, ControlPath: controlPath, SessionDir: sessionDir, SpoolDir: spoolDir},
 		Listener:    ln,
 		Network:     resplane.Network{AdvertiseURL: advertise, Audience: ourAudience, PeerRoots: peerRoots},
+		Confine:     confine,
 		Limits: resplane.Limits{
 			ReadBufferBudget: readBudget, FetchMaxBytes: settings.FetchMaxBytes.Int64(),
 			ReadHeaderTimeout: settings.ReadHeaderTimeout, ShutdownGrace: shutdownGrace,

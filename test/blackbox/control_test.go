@@ -14,7 +14,7 @@ import (
 
 // TestControlAPIAnswersByTheInterface pins docs/control-api.md: the socket is mode 0600
 // at <workdir>/.murmur/<session id>/control.sock; GET /v1/status has exactly session_id,
-// generation, containment, planes, tools, audience, url; GET /v1/tools lists no tool when none is
+// generation, containment, confinement (the ready line's), planes, tools, audience, url; GET /v1/tools lists no tool when none is
 // declared; an unknown route is 404 not_found, a wrong method 405 method_not_allowed, a body that
 // is not a JSON object 422 invalid_input, an undeclared tool 404 unknown_tool; none of it is
 // reachable over TCP.
@@ -41,9 +41,9 @@ func TestControlAPIAnswersByTheInterface(t *testing.T) {
 		if a.Status != 200 {
 			t.Fatalf("status %d: %s", a.Status, a.Raw)
 		}
-		harness.RequireKeys(t, "status", a.Raw, "session_id", "generation", "containment", "planes", "tools", "audience", "url")
-		want := `{"session_id":"` + p.Ready.SessionID + `","generation":0,"containment":"sealed","planes":["files"],"tools":[],"audience":"` +
-			p.Ready.Audience + `","url":"` + p.Ready.URL + `"}`
+		harness.RequireKeys(t, "status", a.Raw, "session_id", "generation", "containment", "confinement", "planes", "tools", "audience", "url")
+		want := `{"session_id":"` + p.Ready.SessionID + `","generation":0,"containment":"sealed","confinement":"` + p.Ready.Confinement +
+			`","planes":["files"],"tools":[],"audience":"` + p.Ready.Audience + `","url":"` + p.Ready.URL + `"}`
 		if strings.TrimSpace(string(a.Raw)) != want {
 			t.Errorf("status\n got %s\nwant %s", a.Raw, want)
 		}

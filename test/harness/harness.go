@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
@@ -86,6 +87,7 @@ type Ready struct {
 	Trace       string   `json:"trace"`
 	Workdir     string   `json:"workdir"`
 	Containment string   `json:"containment"`
+	Confinement string   `json:"confinement"`
 	Planes      []string `json:"planes"`
 	Tools       []string `json:"tools"`
 }
@@ -169,7 +171,7 @@ func Serve(t testing.TB, env []string, args ...string) *Process {
 func serve(t testing.TB, wrapper, env []string, args ...string) *Process {
 	t.Helper()
 	p := &Process{stderr: &syncBuffer{}, done: make(chan struct{})}
-	argv := append(append(append([]string(nil), wrapper...), Binary(t), "serve"), args...)
+	argv := append(append(append(append([]string(nil), wrapper...), Binary(t), "serve"), confinedWherePossible(args, env)...), args...)
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Env = append(cleanEnv(), env...)
 	p.cmd.Stderr = p.stderr
@@ -212,6 +214,26 @@ func serve(t testing.TB, wrapper, env []string, args ...string) *Process {
 	return p
 }
 
+// confinedWherePossible is "--confine required" where the kernel offers Landlock, unless args
+// or env choose a confinement themselves: so every black-box test runs behind the wall
+// (docs/operator-guide.md, "Confinement"), and passes unchanged there.
+func confinedWherePossible(args, env []string) []string {
+	for _, a := range args {
+		if a == "--confine" || strings.HasPrefix(a, "--confine=") {
+			return nil
+		}
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "RESPLANE_CONFINE=") || strings.HasPrefix(kv, "RESPLANE_TEST_LANDLOCK_ABSENT=") {
+			return nil
+		}
+	}
+	if landlock.ABI() == 0 {
+		return nil
+	}
+	return []string{"--confine", "required"}
+}
+
 // cleanEnv is the test process's environment without RESPLANE_* variables, so a developer's
 // shell cannot change what a test launches.
 func cleanEnv() []string {
@@ -241,6 +263,18 @@ func (p *Process) Stop(t testing.TB) int {
 		t.Errorf("serve did not exit within 20 s of SIGTERM")
 	}
 	return p.exit
+}
+
+// Kill sends SIGKILL and waits for the process to end, as a crash or the OOM killer would end
+// it: nothing of its shutdown runs.
+func (p *Process) Kill(t testing.TB) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not end within 20 s of SIGKILL")
+	}
 }
 
 // Stderr returns everything the process wrote to stderr so far.

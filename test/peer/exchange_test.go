@@ -125,6 +125,9 @@ func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 		if strings.Contains(summary, "# report") || strings.Contains(summary, m.Handle) {
 			t.Fatalf("fetch summary %q carries content or the token", summary)
 		}
+		if strings.ContainsAny(summary, "/") || strings.Contains(summary, "peer-in") || !strings.Contains(summary, "path field") {
+			t.Fatalf("fetch summary %q must name no filesystem path and point at the result's path field", summary)
+		}
 
 		e := eventFor(t, a, "peer_handle_mint", "handle_id", m.HandleID)
 		requireShape(t, a, e, mintKeys, "ok")

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,12 +297,13 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 		token := forgeFor("slow.md")
 		id := handleID(token)
 		full := strings.Repeat("s", 1000)
-		release := make(chan struct{})
+		halfSent, release := make(chan struct{}), make(chan struct{})
 		f.handle(token, func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("etag", harness.ETag([]byte(full)))
 			w.Header().Set("content-length", "1000")
 			_, _ = w.Write([]byte(full[:500]))
 			w.(http.Flusher).Flush()
+			close(halfSent)
 			<-release
 			_, _ = w.Write([]byte(full[500:]))
 		})
@@ -316,29 +316,26 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 			a, err := harness.ControlE(b.Ready.Control, http.MethodPost, "/v1/tools/fetch-peer-file", map[string]any{"peer": f.Addr(), "handle": token})
 			done <- result{a, err}
 		}()
-		var temp string
-		for deadline := time.Now().Add(10 * time.Second); temp == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			for _, name := range inbox(t, b) {
-				if strings.HasPrefix(name, "."+id+"-") && strings.HasSuffix(name, ".part") {
-					temp = name
-				}
-			}
+		select {
+		case <-halfSent:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the fetch did not start within 10 s")
 		}
-		stillStreaming := slices.Contains(inbox(t, b), id+"-slow.md")
+		// Half the body is on its way into peer-in, into a file that has no name yet.
+		time.Sleep(50 * time.Millisecond)
+		whileStreaming := inbox(t, b)
 		close(release)
 		res := <-done
 		if res.err != nil {
 			t.Fatal(res.err)
 		}
-		got := res.a
-		if temp == "" {
-			t.Fatalf("no temp file peer-in/.%s-<random>.part while the body streamed; peer-in: %q", id, inbox(t, b))
-		}
-		if stillStreaming {
-			t.Fatalf("the final file existed before the body was whole")
+		for _, name := range whileStreaming {
+			if strings.Contains(name, id) {
+				t.Fatalf("peer-in held %q while the body streamed; want nothing named until the file is whole and verified", name)
+			}
 		}
 		var s stored
-		_ = json.Unmarshal(got.Data(t), &s)
+		_ = json.Unmarshal(res.a.Data(t), &s)
 		if onDisk, _ := os.ReadFile(filepath.Join(b.Ready.Workdir, s.Path)); string(onDisk) != full {
 			t.Fatalf("stored %d bytes, want %d", len(onDisk), len(full))
 		}

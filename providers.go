@@ -2,11 +2,13 @@ package resplane
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 
 	"github.com/rs/zerolog"
 
@@ -81,12 +83,30 @@ func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System
 	sink, err := jsonl.Open(jsonl.Config{
 		Path: p.TracePath, SessionID: id.SessionID, Parent: id.TraceParent, Clock: clk,
 		Redact:  handle.Redact,
-		OnError: func(err error) { logger.Error().Err(err).Msg("a trace line could not be written") },
+		OnError: logTraceFailure(logger),
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return sink, func() { _ = sink.Close() }, nil
+}
+
+// logTraceFailure logs what the trace reports. Lines that writes dropped arrive at most once a
+// minute with their count (jsonl.DroppedLines): a full disk or quota is a warning, since
+// requests are still answered; any other failure is an error.
+func logTraceFailure(logger zerolog.Logger) func(error) {
+	return func(err error) {
+		var dropped *jsonl.DroppedLines
+		if !errors.As(err, &dropped) {
+			logger.Error().Err(err).Msg("a trace line could not be written")
+			return
+		}
+		line := logger.Error()
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			line = logger.Warn()
+		}
+		line.Int("dropped", dropped.Count).AnErr("cause", dropped.Err).Msg("trace lines could not be written and were dropped")
+	}
 }
 
 func provideCardFetcher(roots *x509.CertPool) *peerhttp.CardFetcher {

@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"syscall"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
 	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/hostpolicy"
 	"github.com/resplane/resplane/domain/manifest"
 	"github.com/resplane/resplane/ports"
 )
@@ -168,6 +170,16 @@ func provideAgentCard(m manifest.Manifest, id Identity, network Network) httpapi
 		Name: m.Name, Version: m.Version, URL: network.AdvertiseURL,
 		SessionID: id.SessionID, Planes: declaredPlanes(m),
 	})
+}
+
+// provideHostPolicy accepts, besides IP literals and localhost, our advertise URL's host —
+// peers and operators address us by the URL on our card — and the --allowed-hosts names.
+func provideHostPolicy(network Network) hostpolicy.Policy {
+	names := network.AllowedHosts
+	if u, err := url.Parse(network.AdvertiseURL); err == nil {
+		names = append([]string{u.Hostname()}, names...)
+	}
+	return hostpolicy.New(names...)
 }
 
 // resourceListener is the bound TCP listener with the connection cap and the raw-target repair

@@ -63,6 +63,7 @@ var applicationSet = wire.NewSet(
 var handlerSet = wire.NewSet(
 	provideTools,
 	provideAgentCard,
+	provideHostPolicy,
 	httpapi.NewResources,
 	provideControlAPI,
 )

@@ -1,8 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/resplane/resplane/domain/hostpolicy"
 )
 
 func TestTheAccessLogNeverRecordsAPeerToken(t *testing.T) {
@@ -21,5 +28,31 @@ func TestTheAccessLogNeverRecordsAPeerToken(t *testing.T) {
 	}
 	if got := loggedTarget("/resources/peer/x?y=1"); !strings.HasSuffix(got, ">?y=1") {
 		t.Errorf("the query was not kept: %q", got)
+	}
+}
+
+func TestTheAgentCardIsABare404ForAHostNotAllowed(t *testing.T) {
+	e := NewEcho(NewResources(nil, nil, AgentCard{JSON: []byte(`{}`)}, hostpolicy.New("capsule.example")), zerolog.New(&bytes.Buffer{}))
+	for host, want := range map[string]int{"capsule.example:8080": http.StatusOK, "rebound.example": http.StatusNotFound} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, agentCardRoute, nil)
+		req.Host = host
+		e.ServeHTTP(rec, req)
+		if rec.Code != want || (want == http.StatusNotFound && rec.Body.Len() != 0) {
+			t.Errorf("Host %s: the card answered %d %q; want %d (a bare 404 has no body)", host, rec.Code, rec.Body, want)
+		}
+	}
+}
+
+func TestEveryResourcesRouteRefusesAHostNotAllowedFirst(t *testing.T) {
+	e := NewEcho(NewResources(nil, nil, AgentCard{}, hostpolicy.New()), zerolog.New(&bytes.Buffer{}))
+	for _, target := range []string{"/resources/zzz", "/resources/"} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, target, strings.NewReader("body"))
+		req.Host = "rebound.example"
+		e.ServeHTTP(rec, req)
+		if rec.Code != http.StatusMisdirectedRequest || !strings.Contains(rec.Body.String(), `"error":"host_not_allowed"`) {
+			t.Errorf("%s answered %d %s; want 421 host_not_allowed before the method and the body", target, rec.Code, rec.Body)
+		}
 	}
 }

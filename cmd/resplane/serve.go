@@ -179,7 +179,9 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		Containment: settings.Containment,
 		Paths:       resplane.Paths{Workdir: workdir, TracePath: tracePath, ControlPath: controlPath},
 		Listener:    ln,
-		Network:     resplane.Network{AdvertiseURL: advertise, Audience: ourAudience, PeerRoots: peerRoots},
+		Network: resplane.Network{
+			AdvertiseURL: advertise, Audience: ourAudience, PeerRoots: peerRoots, AllowedHosts: settings.AllowedHosts,
+		},
 		Limits: resplane.Limits{
 			ReadBufferBudget: readBudget, FetchMaxBytes: settings.FetchMaxBytes.Int64(),
 			ReadHeaderTimeout: settings.ReadHeaderTimeout, ShutdownGrace: shutdownGrace,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
 	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
 )
 
@@ -103,14 +104,22 @@ func bareStatus(err error, c echo.Context) {
 	_ = c.NoContent(status)
 }
 
-// loggedTarget is target as the access log records it: exactly as received, except that on the
-// peer route whatever follows /resources/peer/ is logged as <handle:id>, whatever its shape —
-// a token with one character percent-encoded is still a credential, and the log redactor only
-// recognises the literal form.
+// loggedTarget is target as the access log records it: exactly as received, with two
+// exceptions, because a token with characters percent-encoded is still a credential and the
+// log redactor only recognises the literal form:
+//
+//   - on the peer route, whatever follows /resources/peer/ is logged as <handle:id>, whatever
+//     its shape;
+//   - elsewhere, a target whose percent-decoded form holds a token is logged decoded, with
+//     every token replaced by <handle:id> (the id of the token as a redeem would use it).
 func loggedTarget(target string) string {
 	path, query, hasQuery := strings.Cut(target, "?")
 	token, ok := strings.CutPrefix(path, peerRoute+"/")
 	if !ok || token == "" {
+		decoded := pathpolicy.DecodeOnce(target)
+		if redacted := handle.Redact(decoded); redacted != decoded {
+			return redacted
+		}
 		return target
 	}
 	logged := peerRoute + "/" + handle.Placeholder(token)

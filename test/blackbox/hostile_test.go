@@ -7,7 +7,6 @@ package blackbox_test
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -187,13 +186,6 @@ func bbSize(t *testing.T, path string) int64 {
 	return info.Size()
 }
 
-// bbForgedToken is a token-shaped string around payload and a made-up tag: it verifies
-// nowhere, but the redactor cannot tell.
-func bbForgedToken(payload string) string {
-	enc := base64.RawURLEncoding
-	return "mh1." + enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString([]byte("a made-up tag of thirty-two bytes"))
-}
-
 // TestNoRequestAddsMoreThanAKilobyteToTheTraceOrTheLog pins docs/trace.md, "Long fields",
 // and docs/http-api.md, "Refusals": a read path longer than any servable path is refused
 // target_too_long and traced with its path capped; every other traced or logged string a
@@ -235,7 +227,7 @@ func TestNoRequestAddsMoreThanAKilobyteToTheTraceOrTheLog(t *testing.T) {
 	})
 	t.Run("a 12 KB audience adds at most 1 KB", func(t *testing.T) {
 		var r harness.Response
-		token := bbForgedToken(`{"v":1}`)
+		token := harness.ForgeToken(`{"v":1}`)
 		grew := bbTraceGrowth(t, s.trace, func() {
 			r = harness.Get(t, s.addr, "/resources/peer/"+token, "x-murmur-audience: "+strings.Repeat("b", 12000))
 		})
@@ -351,7 +343,7 @@ func TestAHostNotAllowedIsRefused421BeforeAnythingElse(t *testing.T) {
 			{"a read", "GET /resources/files/report.md HTTP/1.1\r\n" + rebound + "\r\n\r\n", "report.md"},
 			{"a listing", "GET /resources/files HTTP/1.1\r\n" + rebound + "\r\n\r\n", "list"},
 			{"another method, with a body", "POST /resources/files/report.md HTTP/1.1\r\n" + rebound + "\r\nContent-Length: 3\r\n\r\nabc", "report.md"},
-			{"a redeem", "GET /resources/peer/" + bbForgedToken(`{"v":1}`) + " HTTP/1.1\r\n" + rebound + "\r\nx-murmur-audience: a@b:1\r\n\r\n", "redeem"},
+			{"a redeem", "GET /resources/peer/" + harness.ForgeToken(`{"v":1}`) + " HTTP/1.1\r\n" + rebound + "\r\nx-murmur-audience: a@b:1\r\n\r\n", "redeem"},
 			{"an unknown route", "GET /resources/zzz HTTP/1.1\r\n" + rebound + "\r\n\r\n", ""},
 			{"the peer route without a token", "GET /resources/peer/ HTTP/1.1\r\n" + rebound + "\r\n\r\n", ""},
 			{"a name that only ends like an allowed one", "GET /resources/files HTTP/1.1\r\nHost: x.capsule.example\r\n\r\n", "list"},
@@ -406,7 +398,7 @@ func TestAHostNotAllowedIsRefused421BeforeAnythingElse(t *testing.T) {
 // <handle:id>, like a literal one.
 func TestAPercentEncodedTokenNeverReachesTheAccessLog(t *testing.T) {
 	p := harness.Start(t, bbHostileCapsule)
-	token := bbForgedToken(`{"v":1,"p":"report.md"}`)
+	token := harness.ForgeToken(`{"v":1,"p":"report.md"}`)
 	payload, tag, _ := strings.Cut(strings.TrimPrefix(token, "mh1."), ".")
 	encoded := "mh1%2E" + payload + "%2e" + tag
 	for _, target := range []string{

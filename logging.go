@@ -94,8 +94,10 @@ func capLiteral(key string, literal []byte) ([]byte, bool) {
 	if key == uncappedKey || (len(inner) <= trace.MaxFieldBytes && !bytes.HasSuffix(inner, []byte("]"))) {
 		return nil, false
 	}
-	var s string
-	if json.Unmarshal(literal, &s) != nil {
+	// Without an escape the literal's inner bytes are the value (zerolog escapes every
+	// control byte and invalid UTF-8), which saves decoding a long target.
+	s := string(inner)
+	if bytes.IndexByte(inner, '\\') >= 0 && json.Unmarshal(literal, &s) != nil {
 		return nil, false
 	}
 	capped := trace.Cap(s)

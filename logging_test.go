@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -97,5 +98,26 @@ func TestTheConsoleFormatIsCappedAndRedactedToo(t *testing.T) {
 	})
 	if strings.Contains(line, "mh1.") || len(line) > 600 || !strings.Contains(line, "…[truncated from") {
 		t.Errorf("console line %d bytes, want it redacted and capped: %s", len(line), line)
+	}
+}
+
+// BenchmarkLogLine is what the logger's writer (redaction and cap) costs for one access-log
+// line: an ordinary request's, and one whose target is 12 KB.
+func BenchmarkLogLine(b *testing.B) {
+	for _, bc := range []struct{ name, target string }{
+		{"ordinary target", "/resources/files/reports/2026/summary.md"},
+		{"12 KB target", "/resources/files/" + strings.Repeat("%01", 4000)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			log, err := NewLogger(io.Discard, "info", "json")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				log.Info().Str("method", "GET").Str("target", bc.target).Int("status", 200).
+					Int64("bytes_out", 38).Str("remote", "127.0.0.1:40000").Msg("request")
+			}
+		})
 	}
 }

@@ -37,24 +37,25 @@ func Text(s string) string {
 // it: `"` `\` and \n \r \t take 2 bytes; every other control character, U+2028, U+2029 and a
 // byte that is not valid UTF-8 take 6; any other character its UTF-8 length.
 func Cap(s string) string {
+	if jsonFits(s, MaxFieldBytes) >= len(s) && !endsWithMarker(s) {
+		return s
+	}
 	marker := markerHead + strconv.Itoa(len(s)) + markerTail
-	room := MaxFieldBytes - len(marker)
-	total, cut := 0, -1
-	for i := 0; i < len(s) && total <= MaxFieldBytes; {
+	return s[:jsonFits(s, MaxFieldBytes-len(marker))] + marker
+}
+
+// jsonFits returns the length of the longest prefix of s, cut before a whole character, whose
+// JSON text takes at most limit bytes: len(s) when all of s fits.
+func jsonFits(s string, limit int) int {
+	total := 0
+	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		total += jsonLen(r, size)
-		if total > room && cut < 0 {
-			cut = i
+		if total += jsonLen(r, size); total > limit {
+			return i
 		}
 		i += size
 	}
-	if total <= MaxFieldBytes && !endsWithMarker(s) {
-		return s
-	}
-	if cut < 0 {
-		cut = len(s)
-	}
-	return s[:cut] + marker
+	return len(s)
 }
 
 // jsonLen is the most bytes a JSON writer gives the character r, read as size bytes.
@@ -91,7 +92,9 @@ func fields(fs []Field) []Field {
 	for i, f := range fs {
 		switch v := f.Value.(type) {
 		case string:
-			fs[i].Value = Text(v)
+			if text := Text(v); text != v { // boxing a string again would allocate
+				fs[i].Value = text
+			}
 		case []string:
 			texts := make([]string, len(v))
 			for j, s := range v {

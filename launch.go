@@ -69,6 +69,9 @@ type Network struct {
 	// PeerRoots verifies https peers: the system roots plus --peer-ca's, nil for the system
 	// roots alone. cmd loads it before anything else, so a bad file is a usage error.
 	PeerRoots *x509.CertPool
+	// AllowedHosts are the --allowed-hosts names, lowercased: Host names the resource listener
+	// answers besides IP literals, localhost and AdvertiseURL's host.
+	AllowedHosts []string
 }
 
 // Limits are the launch's bounds on memory, transfers and time.

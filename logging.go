@@ -2,6 +2,7 @@ package resplane
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -9,39 +10,128 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/trace"
 )
 
 // NewLogger returns the service's logger writing to w (stderr) as JSON lines or, with format
-// "console", human-readable lines. Every line passes through the handle redactor before it is
-// written, so a token can never reach a log, whichever call site logged it — the access log
-// records request targets, and a redeem's target is a token.
+// "console", human-readable lines. Every line passes through lineWriter before it is written,
+// so whichever call site logged it, a token never reaches the log — the access log records
+// request targets, and a redeem's target is a token — and no string a request controls makes
+// a line longer than about 1 KB (docs/operator-guide.md, "Logs").
 func NewLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || lvl == zerolog.NoLevel {
 		return zerolog.Nop(), fmt.Errorf("log level %q is not one of trace, debug, info, warn, error, fatal, panic, disabled", level)
 	}
-	out := io.Writer(redactingWriter{w})
+	out := w
 	switch format {
 	case "json":
 	case "console":
-		out = zerolog.ConsoleWriter{Out: out, TimeFormat: time.RFC3339, NoColor: true}
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: true}
 	default:
 		return zerolog.Nop(), fmt.Errorf("log format %q is not one of json, console", format)
 	}
-	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), nil
+	return zerolog.New(lineWriter{out}).Level(lvl).With().Timestamp().Logger(), nil
 }
 
-// redactingWriter replaces every mh1 token in a log line with <handle:id> before writing it.
-// zerolog hands it one whole line per Write.
-type redactingWriter struct{ w io.Writer }
+// lineWriter receives each log line as zerolog's JSON (one whole line per Write), replaces
+// every mh1 token in it with <handle:id>, caps every string value with trace.Cap, the rule the
+// trace's fields follow, and hands the line on to the JSON or console output. The one value
+// left whole is "stack", a recovered panic's stack trace: the runtime writes it, not a request.
+type lineWriter struct{ w io.Writer }
 
-func (r redactingWriter) Write(p []byte) (int, error) {
-	if !bytes.Contains(p, []byte("mh1.")) {
-		return r.w.Write(p)
+func (l lineWriter) Write(p []byte) (int, error) {
+	line := p
+	if bytes.Contains(line, []byte("mh1.")) {
+		line = []byte(handle.Redact(string(line)))
 	}
-	redacted := handle.Redact(string(p))
-	if _, err := io.WriteString(r.w, redacted); err != nil {
+	if _, err := l.w.Write(capStrings(line)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// uncappedKey is the one key whose string value lineWriter leaves whole.
+const uncappedKey = "stack"
+
+// capStrings returns the JSON line with every string value that trace.Cap would change
+// replaced by its capped form. A value that fits and does not end in "]" — the marker's last
+// byte — cannot change, so a short line is returned as it is.
+func capStrings(line []byte) []byte {
+	if len(line) <= trace.MaxFieldBytes && !bytes.Contains(line, []byte(`]"`)) {
+		return line
+	}
+	var out []byte // nil until a value changes
+	copied, key := 0, ""
+	for start := bytes.IndexByte(line, '"'); start >= 0; {
+		end := stringEnd(line, start)
+		if end < 0 {
+			break
+		}
+		literal := line[start:end]
+		if isKey(line, end) {
+			_ = json.Unmarshal(literal, &key)
+		} else if capped, changed := capLiteral(key, literal); changed {
+			out = append(append(out, line[copied:start]...), capped...)
+			copied = end
+		}
+		next := bytes.IndexByte(line[end:], '"')
+		if next < 0 {
+			break
+		}
+		start = end + next
+	}
+	if out == nil {
+		return line
+	}
+	return append(out, line[copied:]...)
+}
+
+// capLiteral returns the JSON string literal that replaces literal, the value of key, and
+// whether it differs.
+func capLiteral(key string, literal []byte) ([]byte, bool) {
+	inner := literal[1 : len(literal)-1]
+	if key == uncappedKey || (len(inner) <= trace.MaxFieldBytes && !bytes.HasSuffix(inner, []byte("]"))) {
+		return nil, false
+	}
+	// Without an escape the literal's inner bytes are the value (zerolog escapes every
+	// control byte and invalid UTF-8), which saves decoding a long target.
+	s := string(inner)
+	if bytes.IndexByte(inner, '\\') >= 0 && json.Unmarshal(literal, &s) != nil {
+		return nil, false
+	}
+	capped := trace.Cap(s)
+	if capped == s {
+		return nil, false
+	}
+	return encodeString(capped), true
+}
+
+// stringEnd returns the offset just past the JSON string literal that starts at line[start],
+// or -1 if it does not end.
+func stringEnd(line []byte, start int) int {
+	for j := start + 1; j < len(line); j++ {
+		switch line[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// isKey reports whether the literal ending at end is an object key: a ":" follows it.
+func isKey(line []byte, end int) bool {
+	rest := bytes.TrimLeft(line[end:], " \t")
+	return len(rest) > 0 && rest[0] == ':'
+}
+
+// encodeString renders s as a JSON string literal without HTML escaping, like zerolog.
+func encodeString(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

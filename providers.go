@@ -2,12 +2,15 @@ package resplane
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/rs/zerolog"
 
@@ -25,6 +28,7 @@ import (
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
 	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/hostpolicy"
 	"github.com/resplane/resplane/domain/manifest"
 	"github.com/resplane/resplane/ports"
 )
@@ -91,12 +95,30 @@ func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System
 	sink, err := jsonl.Open(jsonl.Config{
 		Path: p.TracePath, SessionID: id.SessionID, Parent: id.TraceParent, Clock: clk,
 		Redact:  handle.Redact,
-		OnError: func(err error) { logger.Error().Err(err).Msg("a trace line could not be written") },
+		OnError: logTraceFailure(logger),
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return sink, func() { _ = sink.Close() }, nil
+}
+
+// logTraceFailure logs what the trace reports. Lines that writes dropped arrive at most once a
+// minute with their count (jsonl.DroppedLines): a full disk or quota is a warning, since
+// requests are still answered; any other failure is an error.
+func logTraceFailure(logger zerolog.Logger) func(error) {
+	return func(err error) {
+		var dropped *jsonl.DroppedLines
+		if !errors.As(err, &dropped) {
+			logger.Error().Err(err).Msg("a trace line could not be written")
+			return
+		}
+		line := logger.Error()
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			line = logger.Warn()
+		}
+		line.Int("dropped", dropped.Count).AnErr("cause", dropped.Err).Msg("trace lines could not be written and were dropped")
+	}
 }
 
 func provideCardFetcher(roots *x509.CertPool) *peerhttp.CardFetcher {
@@ -158,6 +180,16 @@ func provideAgentCard(m manifest.Manifest, id Identity, network Network) httpapi
 		Name: m.Name, Version: m.Version, URL: network.AdvertiseURL,
 		SessionID: id.SessionID, Planes: declaredPlanes(m),
 	})
+}
+
+// provideHostPolicy accepts, besides IP literals and localhost, our advertise URL's host —
+// peers and operators address us by the URL on our card — and the --allowed-hosts names.
+func provideHostPolicy(network Network) hostpolicy.Policy {
+	names := network.AllowedHosts
+	if u, err := url.Parse(network.AdvertiseURL); err == nil {
+		names = append([]string{u.Hostname()}, names...)
+	}
+	return hostpolicy.New(names...)
 }
 
 // resourceListener is the bound TCP listener with the connection cap and the raw-target repair

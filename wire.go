@@ -64,6 +64,7 @@ var applicationSet = wire.NewSet(
 var handlerSet = wire.NewSet(
 	provideTools,
 	provideAgentCard,
+	provideHostPolicy,
 	httpapi.NewResources,
 	provideControlAPI,
 )

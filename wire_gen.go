@@ -59,7 +59,8 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	redeem := provideRedeem(manifest, peerIssuer, session, fs, reader, system, file)
 	network := l.Network
 	agentCard := provideAgentCard(manifest, identity, network)
-	resources := httpapi.NewResources(files, redeem, agentCard)
+	policy := provideHostPolicy(network)
+	resources := httpapi.NewResources(files, redeem, agentCard, policy)
 	resplaneInflight := newInflight()
 	resplaneResourceServer := provideResourceServer(limits, logger, resources, resplaneInflight)
 	listener := l.Listener
@@ -130,7 +131,8 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	redeem := provideRedeem(manifest, peerIssuer, session, exportFS, reader, portsClock, traceSink)
 	network := l.Network
 	agentCard := provideAgentCard(manifest, identity, network)
-	resources := httpapi.NewResources(files, redeem, agentCard)
+	policy := provideHostPolicy(network)
+	resources := httpapi.NewResources(files, redeem, agentCard, policy)
 	tasks := application.NewTasks(session)
 	cardFetcher := p.Cards
 	nonceSource := p.Nonces
@@ -176,7 +178,8 @@ var applicationSet = wire.NewSet(
 // handlerSet provides the inbound handlers: the resource listener's routes and the control API.
 var handlerSet = wire.NewSet(
 	provideTools,
-	provideAgentCard, httpapi.NewResources, provideControlAPI,
+	provideAgentCard,
+	provideHostPolicy, httpapi.NewResources, provideControlAPI,
 )
 
 // edgeSet provides the inbound side: the handlers, the resource listener and the control

@@ -72,9 +72,9 @@ const ReadOnlyMode = "read-only"
 
 // List answers GET /resources/files. The generation is read once, at the start; the returned
 // value carries it even when err is a refusal, because every files response reports it.
-func (s *Files) List(method string) (generation uint64, listing *Listing, err error) {
+func (s *Files) List(req Request) (generation uint64, listing *Listing, err error) {
 	gen := s.session.Generation.Current()
-	listing, err = s.list(method, gen)
+	listing, err = s.list(req, gen)
 	event := trace.ResourceList{Generation: gen, Containment: s.session.Containment.String(), Err: err}
 	if err == nil {
 		event.Root = listing.Root
@@ -87,8 +87,11 @@ func (s *Files) List(method string) (generation uint64, listing *Listing, err er
 	return gen, listing, err
 }
 
-func (s *Files) list(method string, gen uint64) (*Listing, error) {
-	if err := s.admit(method); err != nil {
+func (s *Files) list(req Request, gen uint64) (*Listing, error) {
+	if err := Admit(req); err != nil {
+		return nil, err
+	}
+	if err := s.declared(); err != nil {
 		return nil, err
 	}
 	listing := &Listing{
@@ -127,12 +130,12 @@ type Served struct {
 
 // Read answers GET /resources/files/<rawPath>, where rawPath is the rest of the request target
 // exactly as received (not yet decoded). The generation is returned even with a refusal.
-func (s *Files) Read(ctx context.Context, method, rawPath string) (generation uint64, served *Served, err error) {
+func (s *Files) Read(ctx context.Context, req Request, rawPath string) (generation uint64, served *Served, err error) {
 	gen := s.session.Generation.Current()
 	decoded := pathpolicy.DecodeOnce(rawPath)
-	served, err = s.read(ctx, method, decoded)
+	served, err = s.read(ctx, req, decoded)
 	event := trace.ResourceRead{
-		Path:        decoded, // the trace sink replaces invalid UTF-8
+		Path:        decoded, // capped by the event; the trace sink replaces invalid UTF-8
 		Generation:  gen,
 		Containment: s.session.Containment.String(),
 		Err:         err,
@@ -144,9 +147,17 @@ func (s *Files) Read(ctx context.Context, method, rawPath string) (generation ui
 	return gen, served, err
 }
 
-// read serves decoded, the request path already percent-decoded once.
-func (s *Files) read(ctx context.Context, method, decoded string) (*Served, error) {
-	if err := s.admit(method); err != nil {
+// read serves decoded, the request path already percent-decoded once. After the checks every
+// route shares, a path longer than any that could be served is refused before the declaration
+// is looked at, and before the path is lowered.
+func (s *Files) read(ctx context.Context, req Request, decoded string) (*Served, error) {
+	if err := Admit(req); err != nil {
+		return nil, err
+	}
+	if len(decoded) > pathpolicy.MaxLen {
+		return nil, refusal.New(refusal.TargetTooLong)
+	}
+	if err := s.declared(); err != nil {
 		return nil, err
 	}
 	rel, err := pathpolicy.Lower(decoded)
@@ -160,11 +171,8 @@ func (s *Files) read(ctx context.Context, method, decoded string) (*Served, erro
 	return &Served{Body: body, Containment: s.session.Containment, ExportRoot: s.plane.Root}, nil
 }
 
-// admit applies the checks that precede any path handling: the method, then the declaration.
-func (s *Files) admit(method string) error {
-	if method != ServedMethod {
-		return refusal.New(refusal.MethodNotAllowed)
-	}
+// declared refuses every request no_resource_plane when exports.files is not declared.
+func (s *Files) declared() error {
 	if s.plane == nil {
 		return refusal.New(refusal.NoResourcePlane)
 	}

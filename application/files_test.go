@@ -29,7 +29,7 @@ func TestReadServesTheBytesWithTheirHashAndProvenance(t *testing.T) {
 	w.write(t, "out/report.md", "# report\n")
 	files := newFiles(w, outPlane)
 
-	gen, served, err := files.Read(context.Background(), "GET", "report.md")
+	gen, served, err := files.Read(context.Background(), get, "report.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,19 +52,25 @@ func TestReadServesTheBytesWithTheirHashAndProvenance(t *testing.T) {
 
 func TestReadRefusalsAreTracedWithTheirCode(t *testing.T) {
 	cases := []struct {
-		rule   string
-		plane  *application.ExportPlane
-		method string
-		raw    string
-		want   refusal.Code
+		rule  string
+		plane *application.ExportPlane
+		req   application.Request
+		raw   string
+		want  refusal.Code
 	}{
-		{"a method other than GET is refused before the declaration", nil, "POST", "report.md", refusal.MethodNotAllowed},
-		{"lowercase get is another method", outPlane, "get", "report.md", refusal.MethodNotAllowed},
-		{"an undeclared plane refuses every read", nil, "GET", "report.md", refusal.NoResourcePlane},
-		{"a traversal is refused before the filesystem", outPlane, "GET", "%2e%2e/secret", refusal.OutsideRoot},
-		{"a missing file is not found", outPlane, "GET", "missing.md", refusal.NotFound},
-		{"a directory is not a regular file", outPlane, "GET", "dir", refusal.NotARegularFile},
-		{"a file above max_bytes is too large", outPlane, "GET", "big.bin", refusal.TooLarge},
+		{"a Host not allowed is refused first, before the method", nil, application.Request{Method: "POST", HasBody: true}, "report.md", refusal.HostNotAllowed},
+		{"a method other than GET is refused before the declaration", nil, request("POST"), "report.md", refusal.MethodNotAllowed},
+		{"a body is refused after the method", outPlane, application.Request{Method: "PUT", HostAllowed: true, HasBody: true}, "report.md", refusal.MethodNotAllowed},
+		{"a GET with a body is refused before the declaration", nil, application.Request{Method: "GET", HostAllowed: true, HasBody: true}, "report.md", refusal.BodyNotAllowed},
+		{"lowercase get is another method", outPlane, request("get"), "report.md", refusal.MethodNotAllowed},
+		{"a path longer than any servable path is refused before the declaration", nil, get, strings.Repeat("a/", 2048) + "b", refusal.TargetTooLong},
+		{"a path of the longest servable length is looked up", outPlane, get, strings.Repeat("a/", 2048), refusal.NotFound},
+		{"the length is counted once decoded", outPlane, get, strings.Repeat("a%2F", 2048), refusal.NotFound},
+		{"an undeclared plane refuses every read", nil, get, "report.md", refusal.NoResourcePlane},
+		{"a traversal is refused before the filesystem", outPlane, get, "%2e%2e/secret", refusal.OutsideRoot},
+		{"a missing file is not found", outPlane, get, "missing.md", refusal.NotFound},
+		{"a directory is not a regular file", outPlane, get, "dir", refusal.NotARegularFile},
+		{"a file above max_bytes is too large", outPlane, get, "big.bin", refusal.TooLarge},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
@@ -75,7 +81,7 @@ func TestReadRefusalsAreTracedWithTheirCode(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.session.Generation.Advance()
-			_, served, err := newFiles(w, tc.plane).Read(context.Background(), tc.method, tc.raw)
+			_, served, err := newFiles(w, tc.plane).Read(context.Background(), tc.req, tc.raw)
 			if !refusal.Is(err, tc.want) || served != nil {
 				t.Fatalf("Read = %v, %v; want %s", served, err, tc.want)
 			}
@@ -92,7 +98,7 @@ func TestReadTracesThePathDecodedOnceWithItsTrailingSlash(t *testing.T) {
 	w := newWorld(t, containment.Advisory)
 	w.write(t, "out/dir/report.md", "r")
 	files := newFiles(w, outPlane)
-	if _, served, err := files.Read(context.Background(), "GET", "dir%2Freport.md/"); err != nil {
+	if _, served, err := files.Read(context.Background(), get, "dir%2Freport.md/"); err != nil {
 		t.Fatal(err)
 	} else {
 		served.Body.Release()
@@ -106,7 +112,7 @@ func TestReadTracesThePathDecodedOnceWithItsTrailingSlash(t *testing.T) {
 func TestAFileOfExactlyMaxBytesIsServed(t *testing.T) {
 	w := newWorld(t, containment.Advisory)
 	w.write(t, "out/edge.bin", strings.Repeat("y", 16))
-	_, served, err := newFiles(w, outPlane).Read(context.Background(), "GET", "edge.bin")
+	_, served, err := newFiles(w, outPlane).Read(context.Background(), get, "edge.bin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +131,7 @@ func TestListingIsSortedHashedAndTraced(t *testing.T) {
 	if err := w.fs.MakeFIFO("out/pipe"); err != nil {
 		t.Fatal(err)
 	}
-	gen, listing, err := newFiles(w, outPlane).List("GET")
+	gen, listing, err := newFiles(w, outPlane).List(get)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +161,7 @@ func TestListingIsSortedHashedAndTraced(t *testing.T) {
 
 func TestListingOfAMissingRootIsEmpty(t *testing.T) {
 	w := newWorld(t, containment.Scoped)
-	_, listing, err := newFiles(w, outPlane).List("GET")
+	_, listing, err := newFiles(w, outPlane).List(get)
 	if err != nil || listing.Entries == nil || len(listing.Entries) != 0 {
 		t.Fatalf("List = %+v, %v; want an empty, non-nil list", listing, err)
 	}
@@ -164,13 +170,18 @@ func TestListingOfAMissingRootIsEmpty(t *testing.T) {
 func TestListingRefusalsRecordAnEmptyRoot(t *testing.T) {
 	w := newWorld(t, containment.Scoped)
 	for _, tc := range []struct {
-		method string
-		plane  *application.ExportPlane
-		want   refusal.Code
-	}{{"DELETE", outPlane, refusal.MethodNotAllowed}, {"GET", nil, refusal.NoResourcePlane}} {
-		_, _, err := newFiles(w, tc.plane).List(tc.method)
+		req   application.Request
+		plane *application.ExportPlane
+		want  refusal.Code
+	}{
+		{application.Request{Method: "GET"}, outPlane, refusal.HostNotAllowed},
+		{request("DELETE"), outPlane, refusal.MethodNotAllowed},
+		{application.Request{Method: "GET", HostAllowed: true, HasBody: true}, nil, refusal.BodyNotAllowed},
+		{get, nil, refusal.NoResourcePlane},
+	} {
+		_, _, err := newFiles(w, tc.plane).List(tc.req)
 		if !refusal.Is(err, tc.want) {
-			t.Fatalf("List(%s) = %v; want %s", tc.method, err, tc.want)
+			t.Fatalf("List(%+v) = %v; want %s", tc.req, err, tc.want)
 		}
 		got, _ := fields(w.lastEvent(t, "resource_list"))
 		if got["root"] != "" || got["entry_count"] != int64(0) || got["outcome"] != string(tc.want) {
@@ -193,7 +204,7 @@ func TestGenerationIsReadOnceAndReportedEverywhere(t *testing.T) {
 	if _, err := tasks.Terminal("paused"); !refusal.Is(err, refusal.InvalidInput) {
 		t.Fatalf("Terminal(paused) = %v", err)
 	}
-	gen, listing, err := files.List("GET")
+	gen, listing, err := files.List(get)
 	if err != nil || gen != 2 || listing.Generation != 2 {
 		t.Fatalf("List generation %d/%v, %v; want 2", gen, listing, err)
 	}

@@ -69,3 +69,11 @@ func fields(e trace.Event) (map[string]any, []string) {
 	}
 	return m, keys
 }
+
+// request is a request under /resources/ with method, an acceptable Host and no body.
+func request(method string) application.Request {
+	return application.Request{Method: method, HostAllowed: true}
+}
+
+// get is a plain GET: an acceptable Host and no body.
+var get = request("GET")

@@ -92,7 +92,7 @@ func TestShareMintsAHandleTheRedeemAccepts(t *testing.T) {
 	}
 
 	answer, err := newRedeem(w, testKey).Do(context.Background(), application.RedeemRequest{
-		Method: "GET", Rest: "/" + result.Handle, Audience: "  REPORTER@localhost:41234 ", AudienceSent: true,
+		Request: get, Rest: "/" + result.Handle, Audience: "  REPORTER@localhost:41234 ", AudienceSent: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,28 +117,34 @@ func TestRedeemRunsItsChecksInTheContractOrder(t *testing.T) {
 	good := mint("report.md", later, testKey, sessionID)
 	cases := []struct {
 		rule     string
-		method   string
+		req      application.Request
 		rest     string
 		audience *string
 		want     refusal.Code
 		traced   bool
 	}{
-		{"a method other than GET comes first", "HEAD", "/" + good, nil, refusal.MethodNotAllowed, false},
-		{"no token is not found", "GET", "/", nil, refusal.NotFound, false},
-		{"a malformed token is refused before the audience is looked at", "GET", "/mh2.a.b", nil, refusal.MalformedHandle, true},
-		{"a missing audience is refused before the MAC", "GET", "/" + good, nil, refusal.MissingAudience, true},
-		{"a blank audience counts as missing", "GET", "/" + good, ptr("   "), refusal.MissingAudience, true},
-		{"a wrong audience is not valid", "GET", "/" + good, ptr("intruder@localhost:1"), refusal.HandleNotValid, true},
-		{"another instance's key is not valid", "GET", "/" + mint("report.md", later, otherKey, sessionID), ptr(peerAud), refusal.HandleNotValid, true},
-		{"another session's handle is not valid", "GET", "/" + mint("report.md", later, testKey, "ses_other"), ptr(peerAud), refusal.HandleNotValid, true},
-		{"a handle expiring now has expired", "GET", "/" + mint("report.md", epoch, testKey, sessionID), ptr(peerAud), refusal.HandleExpired, true},
-		{"a path that no longer exists is not found", "GET", "/" + mint("gone.md", later, testKey, sessionID), ptr(peerAud), refusal.NotFound, true},
-		{"p is lowered, never decoded again", "GET", "/" + mint("report%2emd", later, testKey, sessionID), ptr(peerAud), refusal.NotFound, true},
-		{"a p that leaves the root is outside", "GET", "/" + mint("../secret", later, testKey, sessionID), ptr(peerAud), refusal.OutsideRoot, true},
+		{"a Host not allowed comes first, and a GET with a token is traced", application.Request{Method: "GET", HasBody: true}, "/" + good, nil, refusal.HostNotAllowed, true},
+		{"a Host not allowed on another method is not traced", application.Request{Method: "HEAD"}, "/" + good, nil, refusal.HostNotAllowed, false},
+		{"a Host not allowed without a token is not traced", application.Request{Method: "GET"}, "/", nil, refusal.HostNotAllowed, false},
+		{"a method other than GET comes first", request("HEAD"), "/" + good, nil, refusal.MethodNotAllowed, false},
+		{"a body comes after the method", application.Request{Method: "POST", HostAllowed: true, HasBody: true}, "/" + good, nil, refusal.MethodNotAllowed, false},
+		{"a GET with a token and a body is refused and traced", application.Request{Method: "GET", HostAllowed: true, HasBody: true}, "/" + good, ptr(peerAud), refusal.BodyNotAllowed, true},
+		{"a body comes before the missing token", application.Request{Method: "GET", HostAllowed: true, HasBody: true}, "/", nil, refusal.BodyNotAllowed, false},
+		{"no token is not found", get, "/", nil, refusal.NotFound, false},
+		{"a malformed token is refused before the audience is looked at", get, "/mh2.a.b", nil, refusal.MalformedHandle, true},
+		{"a missing audience is refused before the MAC", get, "/" + good, nil, refusal.MissingAudience, true},
+		{"a blank audience counts as missing", get, "/" + good, ptr("   "), refusal.MissingAudience, true},
+		{"a wrong audience is not valid", get, "/" + good, ptr("intruder@localhost:1"), refusal.HandleNotValid, true},
+		{"another instance's key is not valid", get, "/" + mint("report.md", later, otherKey, sessionID), ptr(peerAud), refusal.HandleNotValid, true},
+		{"another session's handle is not valid", get, "/" + mint("report.md", later, testKey, "ses_other"), ptr(peerAud), refusal.HandleNotValid, true},
+		{"a handle expiring now has expired", get, "/" + mint("report.md", epoch, testKey, sessionID), ptr(peerAud), refusal.HandleExpired, true},
+		{"a path that no longer exists is not found", get, "/" + mint("gone.md", later, testKey, sessionID), ptr(peerAud), refusal.NotFound, true},
+		{"p is lowered, never decoded again", get, "/" + mint("report%2emd", later, testKey, sessionID), ptr(peerAud), refusal.NotFound, true},
+		{"a p that leaves the root is outside", get, "/" + mint("../secret", later, testKey, sessionID), ptr(peerAud), refusal.OutsideRoot, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
-			req := application.RedeemRequest{Method: tc.method, Rest: tc.rest}
+			req := application.RedeemRequest{Request: tc.req, Rest: tc.rest}
 			if tc.audience != nil {
 				req.Audience, req.AudienceSent = *tc.audience, true
 			}
@@ -165,11 +171,11 @@ func TestEveryHandleNotValidIsTheSameRefusal(t *testing.T) {
 		{token, "intruder@localhost:1"}, {tampered, peerAud},
 	} {
 		_, err := newRedeem(w, testKey).Do(context.Background(), application.RedeemRequest{
-			Method: "GET", Rest: "/" + tc.token, Audience: tc.audience, AudienceSent: true})
+			Request: get, Rest: "/" + tc.token, Audience: tc.audience, AudienceSent: true})
 		seen = append(seen, err.Error())
 	}
 	if _, err := newRedeem(w, otherKey).Do(context.Background(), application.RedeemRequest{
-		Method: "GET", Rest: "/" + token, Audience: peerAud, AudienceSent: true}); err != nil {
+		Request: get, Rest: "/" + token, Audience: peerAud, AudienceSent: true}); err != nil {
 		seen = append(seen, err.Error())
 	}
 	for _, s := range seen[1:] {
@@ -240,7 +246,7 @@ func TestATTLOfZeroMintsAnExpiredHandle(t *testing.T) {
 		t.Fatalf("Share = %+v, %v", result, err)
 	}
 	_, err = newRedeem(w, testKey).Do(context.Background(), application.RedeemRequest{
-		Method: "GET", Rest: "/" + result.Handle, Audience: "b@localhost:1", AudienceSent: true})
+		Request: get, Rest: "/" + result.Handle, Audience: "b@localhost:1", AudienceSent: true})
 	if !refusal.Is(err, refusal.HandleExpired) {
 		t.Fatalf("redeem = %v; want handle_expired", err)
 	}

@@ -232,7 +232,7 @@ func BenchmarkList(b *testing.B) {
 				&application.ExportPlane{Root: "out/", MaxBytes: 10 << 20},
 				application.Session{Generation: &generation.Counter{}, Containment: containment.Sealed},
 				c.fs, application.NewReader(benchBudget(b)), discardSink{})
-			_, listing, err := files.List("GET")
+			_, listing, err := files.List(get)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -243,7 +243,7 @@ func BenchmarkList(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if _, _, err := files.List("GET"); err != nil {
+				if _, _, err := files.List(get); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -41,7 +41,7 @@ func NewRedeem(plane *ExportPlane, issuer PeerIssuer, session Session, fs ports.
 
 // RedeemRequest is one redeem as received.
 type RedeemRequest struct {
-	Method string
+	Request
 	// Rest is the raw target after "/resources/peer": "", "/" or "/<token>".
 	Rest string
 	// Audience is the last x-murmur-audience header's value; AudienceSent is false when the
@@ -50,8 +50,9 @@ type RedeemRequest struct {
 	AudienceSent bool
 }
 
-// RedeemAnswer is what a redeem reports besides its body. Traced is false for the answers that
-// come before the declaration check (a wrong method, no token), which carry no plane headers.
+// RedeemAnswer is what a redeem reports besides its body. Traced is false for the answers to a
+// request that is not a GET with a token (a wrong method, no token), which carry no plane
+// headers.
 type RedeemAnswer struct {
 	Traced     bool
 	Generation uint64
@@ -60,17 +61,27 @@ type RedeemAnswer struct {
 }
 
 // Do runs one redeem. A refusal is returned as err alongside the answer's headers.
+//
+// The checks every route shares come first (Admit). A GET with a token is a redeem: it is
+// traced, whichever check refuses it, the shared ones included. Anything else — another
+// method, or /resources/peer with no token — is answered untraced.
 func (u *Redeem) Do(ctx context.Context, req RedeemRequest) (RedeemAnswer, error) {
-	if req.Method != ServedMethod {
-		return RedeemAnswer{}, refusal.New(refusal.MethodNotAllowed)
-	}
-	if req.Rest == "" || req.Rest == "/" {
-		return RedeemAnswer{}, refusal.New(refusal.NotFound)
-	}
 	token := strings.TrimPrefix(req.Rest, "/")
+	admitted := Admit(req.Request)
+	if req.Method != ServedMethod || token == "" {
+		if admitted == nil {
+			admitted = refusal.New(refusal.NotFound)
+		}
+		return RedeemAnswer{}, admitted
+	}
 	answer := RedeemAnswer{Traced: true, Generation: u.session.Generation.Current(), HandleID: handle.ID(token)}
 	asserted := audience.Asserted(req.Audience)
-	p, body, err := u.redeem(ctx, token, asserted)
+	var p string
+	var body *Body
+	err := admitted
+	if err == nil {
+		p, body, err = u.redeem(ctx, token, asserted)
+	}
 	event := trace.PeerHandleRedeem{
 		HandleID: answer.HandleID, Audience: asserted, AudienceSent: req.AudienceSent,
 		Generation: answer.Generation, Err: err,

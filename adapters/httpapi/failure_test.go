@@ -19,6 +19,7 @@ import (
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
+	"github.com/resplane/resplane/domain/hostpolicy"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/ports"
 )
@@ -54,7 +55,7 @@ func serveFiles(t *testing.T, fsys ports.ExportFS, target string) (*httptest.Res
 	files := application.NewFiles(plane, session, fsys, application.NewReader(b), &memtrace.Recorder{})
 	var log bytes.Buffer
 	rec := httptest.NewRecorder()
-	NewEcho(NewResources(files, nil, AgentCard{}), zerolog.New(&log)).
+	NewEcho(NewResources(files, nil, AgentCard{}, hostpolicy.New("example.com")), zerolog.New(&log)).
 		ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
 	return rec, &log
 }

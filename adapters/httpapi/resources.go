@@ -9,6 +9,7 @@ import (
 
 	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
 	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/domain/hostpolicy"
 	"github.com/resplane/resplane/domain/refusal"
 )
 
@@ -25,11 +26,13 @@ type Resources struct {
 	files *application.Files
 	peer  *application.Redeem
 	card  []byte
+	hosts hostpolicy.Policy
 }
 
-// NewResources returns the listener's handler set. card is our agent card, already rendered.
-func NewResources(files *application.Files, peer *application.Redeem, card AgentCard) *Resources {
-	return &Resources{files: files, peer: peer, card: card.JSON}
+// NewResources returns the listener's handler set. card is our agent card, already rendered;
+// hosts decides which Host headers are answered (docs/http-api.md, "Host names").
+func NewResources(files *application.Files, peer *application.Redeem, card AgentCard, hosts hostpolicy.Policy) *Resources {
+	return &Resources{files: files, peer: peer, card: card.JSON, hosts: hosts}
 }
 
 // Register routes every method and every path of e to the raw-target dispatcher. Echo's own
@@ -43,34 +46,42 @@ func (h *Resources) Register(e *echo.Echo) {
 func (h *Resources) dispatch(c echo.Context) error {
 	r := c.Request()
 	path, _, _ := strings.Cut(rawtarget.OriginalTarget(r), "?")
+	req := application.Request{Method: r.Method, HostAllowed: h.hosts.Allows(r.Host), HasBody: declaresBody(r)}
 	switch {
 	case path == peerRoute || strings.HasPrefix(path, peerRoute+"/"):
-		return h.redeem(c, strings.TrimPrefix(path, peerRoute))
+		return h.redeem(c, req, strings.TrimPrefix(path, peerRoute))
 	case path == filesRoute || path == filesRoute+"/":
-		return h.list(c)
+		return h.list(c, req)
 	case strings.HasPrefix(path, filesRoute+"/"):
-		return h.read(c, strings.TrimPrefix(path, filesRoute+"/"))
+		return h.read(c, req, strings.TrimPrefix(path, filesRoute+"/"))
 	case strings.HasPrefix(path, resourcesPrefix):
-		return h.unknownResource(c)
-	case path == agentCardRoute && r.Method == http.MethodGet:
+		return h.unknownResource(c, req)
+	case path == agentCardRoute && r.Method == http.MethodGet && req.HostAllowed:
 		return h.agentCard(c)
 	default:
 		return c.NoContent(http.StatusNotFound)
 	}
 }
 
-// unknownResource answers a /resources/ path no plane owns: 405 for a method other than GET,
-// else not_found, with no plane headers and no trace.
-func (h *Resources) unknownResource(c echo.Context) error {
-	code := refusal.NotFound
-	if c.Request().Method != application.ServedMethod {
-		code = refusal.MethodNotAllowed
-	}
-	return writeRefusal(c, refusal.New(code), nil)
+// declaresBody reports whether r declares a body: a Content-Length above zero or any
+// Transfer-Encoding (net/http reports a chunked body's length as -1).
+func declaresBody(r *http.Request) bool {
+	return r.ContentLength > 0 || len(r.TransferEncoding) > 0
 }
 
-func (h *Resources) list(c echo.Context) error {
-	gen, listing, err := h.files.List(c.Request().Method)
+// unknownResource answers a /resources/ path no plane owns: the checks every route shares
+// (host_not_allowed, method_not_allowed, body_not_allowed), else not_found, with no plane
+// headers and no trace.
+func (h *Resources) unknownResource(c echo.Context, req application.Request) error {
+	err := application.Admit(req)
+	if err == nil {
+		err = refusal.New(refusal.NotFound)
+	}
+	return writeRefusal(c, err, nil)
+}
+
+func (h *Resources) list(c echo.Context, req application.Request) error {
+	gen, listing, err := h.files.List(req)
 	headers := map[string]string{headerGeneration: formatUint(gen)}
 	if err != nil {
 		return writeRefusal(c, err, headers)
@@ -80,8 +91,8 @@ func (h *Resources) list(c echo.Context) error {
 	return writeResource(c, http.StatusOK, contentTypeJSON, headers, encodeJSON(listingBodyOf(listing)))
 }
 
-func (h *Resources) read(c echo.Context, rawPath string) error {
-	gen, served, err := h.files.Read(c.Request().Context(), c.Request().Method, rawPath)
+func (h *Resources) read(c echo.Context, req application.Request, rawPath string) error {
+	gen, served, err := h.files.Read(c.Request().Context(), req, rawPath)
 	headers := map[string]string{headerGeneration: formatUint(gen)}
 	if err != nil {
 		return writeRefusal(c, err, headers)

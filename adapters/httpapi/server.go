@@ -12,6 +12,7 @@ import (
 
 	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
 	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
 )
 
@@ -22,6 +23,7 @@ func NewEcho(resources *Resources, log zerolog.Logger) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = bareStatus
+	e.Use(endUnreadBody)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisableStackAll: true,
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -32,6 +34,29 @@ func NewEcho(resources *Resources, log zerolog.Logger) *echo.Echo {
 	e.Use(accessLog(log))
 	resources.Register(e)
 	return e
+}
+
+// unreadBodyGrace is how long, after the answer, a connection whose request declared a body
+// may still deliver it. net/http reads an unread body after the handler returns, before it
+// closes the connection, and without a nearer deadline it would wait for the whole read
+// timeout; the body is never used, so a client that holds it back must not hold the
+// connection. A client that sends its body at once still has it drained within the grace, so
+// that closing does not reset the connection under the answer.
+const unreadBodyGrace = 500 * time.Millisecond
+
+// endUnreadBody bounds how long net/http drains the body of a request that declared one
+// (docs/http-api.md, "Request bodies"): every such request is answered without its body being
+// read, and its connection closes at most unreadBodyGrace after the answer.
+func endUnreadBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		if declaresBody(c.Request()) {
+			// Only a server connection has a read deadline; under a test recorder this fails,
+			// and there is no connection to free.
+			_ = http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(unreadBodyGrace))
+		}
+		return err
+	}
 }
 
 // accessLog writes one line per request with the raw target as received (so an operator can
@@ -79,14 +104,22 @@ func bareStatus(err error, c echo.Context) {
 	_ = c.NoContent(status)
 }
 
-// loggedTarget is target as the access log records it: exactly as received, except that on the
-// peer route whatever follows /resources/peer/ is logged as <handle:id>, whatever its shape —
-// a token with one character percent-encoded is still a credential, and the log redactor only
-// recognises the literal form.
+// loggedTarget is target as the access log records it: exactly as received, with two
+// exceptions, because a token with characters percent-encoded is still a credential and the
+// log redactor only recognises the literal form:
+//
+//   - on the peer route, whatever follows /resources/peer/ is logged as <handle:id>, whatever
+//     its shape;
+//   - elsewhere, a target whose percent-decoded form holds a token is logged decoded, with
+//     every token replaced by <handle:id> (the id of the token as a redeem would use it).
 func loggedTarget(target string) string {
 	path, query, hasQuery := strings.Cut(target, "?")
 	token, ok := strings.CutPrefix(path, peerRoute+"/")
 	if !ok || token == "" {
+		decoded := pathpolicy.DecodeOnce(target)
+		if redacted := handle.Redact(decoded); redacted != decoded {
+			return redacted
+		}
 		return target
 	}
 	logged := peerRoute + "/" + handle.Placeholder(token)

@@ -22,6 +22,9 @@ var statusOf = map[refusal.Code]int{
 	refusal.MissingAudience:  http.StatusBadRequest,
 	refusal.HandleNotValid:   http.StatusForbidden,
 	refusal.HandleExpired:    http.StatusGone,
+	refusal.HostNotAllowed:   http.StatusMisdirectedRequest,
+	refusal.BodyNotAllowed:   http.StatusBadRequest,
+	refusal.TargetTooLong:    http.StatusRequestURITooLong,
 }
 
 func statusFor(code refusal.Code) int {

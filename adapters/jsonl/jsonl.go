@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -35,9 +36,32 @@ type Config struct {
 	// Redact is applied to every encoded line before it is written (the handle redactor). It
 	// must keep the line valid JSON; nil writes lines as encoded.
 	Redact func(string) string
-	// OnError receives every failure to encode or write a line. nil discards them.
+	// OnError receives every failure to encode a line, and the lines write failures dropped
+	// as a *DroppedLines, at most once per WriteFailureInterval. nil discards them.
 	OnError func(error)
 }
+
+// WriteFailureInterval is the least time between two reports of lines that could not be
+// written. A full disk fails every line, and a report per line would fill the log the way the
+// trace filled the disk.
+const WriteFailureInterval = time.Minute
+
+// DroppedLines reports lines that write failures dropped: the first failure at once, and then
+// the lines dropped since the previous report, at most once per WriteFailureInterval, when a
+// later write fails or succeeds, and at Close.
+type DroppedLines struct {
+	// Count is the number of lines dropped since the previous report.
+	Count int
+	// Err is the last write failure.
+	Err error
+}
+
+func (d *DroppedLines) Error() string {
+	return fmt.Sprintf("trace: %d line(s) could not be written: %v", d.Count, d.Err)
+}
+
+// Unwrap returns the last write failure, so errors.Is(err, syscall.ENOSPC) tells a full disk.
+func (d *DroppedLines) Unwrap() error { return d.Err }
 
 // File appends trace events to a JSONL file. Each event becomes one line — the envelope
 // (event_type, event_id, parent_id, session_id, timestamp) and then the event's fields in
@@ -46,8 +70,9 @@ type Config struct {
 // the process; lines are not fsynced.
 //
 // Strings are raw UTF-8 (no HTML escaping), with invalid bytes replaced by U+FFFD. A line that
-// cannot be encoded or written is reported to Config.OnError and dropped: recording never
-// fails or panics the caller. A File is safe for concurrent use.
+// cannot be encoded or written is dropped and reported to Config.OnError (write failures at a
+// bounded rate, DroppedLines): recording never fails or panics the caller. A File is safe for
+// concurrent use.
 type File struct {
 	cfg Config
 	mu  sync.Mutex
@@ -55,6 +80,11 @@ type File struct {
 	// root is the parent_id of every line: the joined parent, else nil until Start has
 	// written session_start, then that line's event_id.
 	root any
+	// dropped counts the lines write failures dropped since the last report, dropErr is the
+	// last such failure, and reportedAt is when the last report was made (zero: never).
+	dropped    int
+	dropErr    error
+	reportedAt time.Time
 }
 
 var _ ports.TraceSink = (*File)(nil)
@@ -115,10 +145,14 @@ func (t *File) End(e trace.SessionEnd) {
 	t.Record(e)
 }
 
-// Close closes the file. Lines recorded afterwards are reported to OnError.
+// Close reports the lines dropped since the last report, if any, and closes the file. Lines
+// recorded afterwards are dropped and reported to OnError.
 func (t *File) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.dropped > 0 {
+		t.reportDroppedLocked()
+	}
 	return t.f.Close()
 }
 
@@ -164,10 +198,31 @@ func (t *File) writeLocked(eventType, body string) (string, bool) {
 		line += "," + body
 	}
 	if _, err := t.f.WriteString(line + "}\n"); err != nil {
-		t.report(fmt.Errorf("trace: write %s: %w", eventType, err))
+		t.dropped++
+		t.dropErr = fmt.Errorf("write %s: %w", eventType, err)
+		t.reportDroppedDueLocked()
 		return "", false
 	}
+	t.reportDroppedDueLocked()
 	return eventID, true
+}
+
+// reportDroppedDueLocked reports the lines dropped since the last report when there are any
+// and no report was made within WriteFailureInterval.
+func (t *File) reportDroppedDueLocked() {
+	if t.dropped == 0 {
+		return
+	}
+	if !t.reportedAt.IsZero() && t.cfg.Clock.Now().Sub(t.reportedAt) < WriteFailureInterval {
+		return
+	}
+	t.reportDroppedLocked()
+}
+
+// reportDroppedLocked reports the lines dropped since the last report and starts a new count.
+func (t *File) reportDroppedLocked() {
+	t.report(&DroppedLines{Count: t.dropped, Err: t.dropErr})
+	t.dropped, t.dropErr, t.reportedAt = 0, nil, t.cfg.Clock.Now()
 }
 
 func (t *File) report(err error) {

@@ -192,8 +192,10 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		Containment: settings.Containment,
 		Paths:       resplane.Paths{Workdir: workdir, TracePath: tracePath, ControlPath: controlPath, SessionDir: sessionDir, SpoolDir: spoolDir},
 		Listener:    ln,
-		Network:     resplane.Network{AdvertiseURL: advertise, Audience: ourAudience, PeerRoots: peerRoots},
-		Confine:     confine,
+		Network: resplane.Network{
+			AdvertiseURL: advertise, Audience: ourAudience, PeerRoots: peerRoots, AllowedHosts: settings.AllowedHosts,
+		},
+		Confine: confine,
 		Limits: resplane.Limits{
 			ReadBufferBudget: readBudget, FetchMaxBytes: settings.FetchMaxBytes.Int64(),
 			ReadHeaderTimeout: settings.ReadHeaderTimeout, ShutdownGrace: shutdownGrace,

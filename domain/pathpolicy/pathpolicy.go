@@ -14,6 +14,12 @@ import (
 	"github.com/resplane/resplane/domain/refusal"
 )
 
+// MaxLen is the longest path, in bytes once percent-decoded, that could be served: Linux
+// opens no path longer than PATH_MAX (4096 bytes, its terminating NUL included). A request
+// path beyond it is refused target_too_long before it is lowered (docs/http-api.md,
+// "Routing").
+const MaxLen = 4096
+
 // RelPath is a validated path relative to an export root. The zero value is not valid; the
 // only ways to obtain one are Parse and Lower.
 type RelPath struct {

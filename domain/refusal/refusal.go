@@ -39,6 +39,9 @@ const (
 	PeerNotAllowed   Code = "peer_not_allowed"
 	EtagMismatch     Code = "etag_mismatch"
 	UnknownTool      Code = "unknown_tool"
+	HostNotAllowed   Code = "host_not_allowed"
+	BodyNotAllowed   Code = "body_not_allowed"
+	TargetTooLong    Code = "target_too_long"
 )
 
 // Refusal is a request the service declined, with the sentence that explains why.
@@ -102,6 +105,9 @@ var fixedMessages = map[Code]string{
 	HandleNotValid:   "The handle is not valid for this capsule instance and audience.",
 	HandleExpired:    "The handle has expired; ask the peer for a new one.",
 	IOError:          "The file could not be opened or read.",
+	HostNotAllowed:   "The Host header names a host this service does not answer to; it answers IP addresses, localhost, the host of its agent card's url and the names its operator allowed.",
+	BodyNotAllowed:   "Requests under /resources/ take no body; send the GET without Content-Length or Transfer-Encoding.",
+	TargetTooLong:    "The path is longer than any path that could be served, so it was not looked up; send a shorter path.",
 }
 
 // New returns the refusal for code with its fixed message. A code without a fixed message gets

@@ -67,3 +67,15 @@ func TestWrappingLeavesTheOriginalUntouched(t *testing.T) {
 		t.Fatalf("Wrapping changed the shared refusal or its message: %v %v", shared.Cause(), wrapped)
 	}
 }
+
+// TestTheEdgeRefusalsHaveFixedSentences pins docs/http-api.md, "Refusals": the refusals a
+// request meets before any plane looks at it answer with their own fixed sentence, never the
+// generic fallback, and the sentence names no limit as a number.
+func TestTheEdgeRefusalsHaveFixedSentences(t *testing.T) {
+	for _, code := range []Code{HostNotAllowed, BodyNotAllowed, TargetTooLong} {
+		got := New(code).Message
+		if got != fixedMessages[code] || got == "" || strings.Contains(got, string(code)) || strings.ContainsAny(got, "0123456789") {
+			t.Errorf("New(%s).Message = %q; want its own fixed sentence without a number", code, got)
+		}
+	}
+}

@@ -16,10 +16,10 @@ func (PeerHandleMint) Type() string { return "peer_handle_mint" }
 func (e PeerHandleMint) Fields() []Field {
 	outcome, reason := Outcome(e.Err)
 	ok := e.Err == nil
-	return []Field{
+	return fields([]Field{
 		{"handle_id", OptionalString(e.HandleID, ok)}, {"path", e.Path}, {"audience", e.Audience},
 		{"expires_at_ms", OptionalInt64(e.ExpiresAtMs, ok)}, {"outcome", outcome}, {"reason", reason},
-	}
+	})
 }
 
 // PeerHandleRedeem records one redeem request from the declaration check on, on the minting
@@ -44,12 +44,12 @@ func (PeerHandleRedeem) Type() string { return "peer_handle_redeem" }
 func (e PeerHandleRedeem) Fields() []Field {
 	outcome, reason := Outcome(e.Err)
 	ok := e.Err == nil
-	return []Field{
+	return fields([]Field{
 		{"handle_id", e.HandleID}, {"path", OptionalString(e.Path, ok)}, {"generation", e.Generation},
 		{"audience_asserted", OptionalString(e.Audience, e.AudienceSent)},
 		{"bytes", OptionalInt64(e.Bytes, ok)}, {"sha256", OptionalString(e.SHA256, ok)},
 		{"outcome", outcome}, {"reason", reason},
-	}
+	})
 }
 
 // PeerFileFetch records one fetch-peer-file call past input validation, on the fetching side.
@@ -69,9 +69,9 @@ func (PeerFileFetch) Type() string { return "peer_file_fetch" }
 func (e PeerFileFetch) Fields() []Field {
 	outcome, reason := Outcome(e.Err)
 	ok := e.Err == nil
-	return []Field{
+	return fields([]Field{
 		{"peer", e.Peer}, {"handle_id", e.HandleID}, {"stored_path", OptionalString(e.StoredPath, ok)},
 		{"bytes", OptionalInt64(e.Bytes, ok)}, {"sha256", OptionalString(e.SHA256, ok)},
 		{"outcome", outcome}, {"reason", reason},
-	}
+	})
 }

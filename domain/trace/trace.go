@@ -6,7 +6,8 @@ package trace
 import "github.com/resplane/resplane/domain/refusal"
 
 // Field is one key of an event body. Value is one of: nil (JSON null), string, int64, uint64,
-// bool or []string.
+// bool or []string. Every string an event's Fields returns, alone or in a list, is field text
+// (Text): tokens redacted and the length capped.
 type Field struct {
 	Key   string
 	Value any
@@ -62,10 +63,10 @@ func (SessionStart) Type() string { return "session_start" }
 
 // Fields implements Event.
 func (e SessionStart) Fields() []Field {
-	return []Field{
+	return fields([]Field{
 		{"capsule", e.Capsule}, {"version", e.Version}, {"containment_achieved", e.Containment},
 		{"planes", nonNil(e.Planes)}, {"tools", nonNil(e.Tools)}, {"workdir", e.Workdir},
-	}
+	})
 }
 
 // SessionEnd is the last line of a session resplane started itself, written on a graceful
@@ -80,7 +81,7 @@ func (SessionEnd) Type() string { return "session_end" }
 
 // Fields implements Event.
 func (e SessionEnd) Fields() []Field {
-	return []Field{{"generation", e.Generation}, {"reason", e.Reason}}
+	return fields([]Field{{"generation", e.Generation}, {"reason", e.Reason}})
 }
 
 // ResourceList records one request on the listing route.
@@ -103,10 +104,10 @@ func (e ResourceList) Fields() []Field {
 	if e.Err != nil {
 		root, count, total = "", 0, 0
 	}
-	return []Field{
+	return fields([]Field{
 		{"root", root}, {"entry_count", count}, {"total_bytes", total}, {"generation", e.Generation},
 		{"containment_achieved", e.Containment}, {"outcome", outcome}, {"reason", reason},
-	}
+	})
 }
 
 // ResourceRead records one request on a read route of the operator plane.
@@ -126,11 +127,11 @@ func (ResourceRead) Type() string { return "resource_read" }
 func (e ResourceRead) Fields() []Field {
 	outcome, reason := Outcome(e.Err)
 	ok := e.Err == nil
-	return []Field{
+	return fields([]Field{
 		{"path", e.Path}, {"outcome", outcome}, {"bytes", OptionalInt64(e.Bytes, ok)},
 		{"sha256", OptionalString(e.SHA256, ok)}, {"generation", e.Generation},
 		{"containment_achieved", e.Containment}, {"reason", reason},
-	}
+	})
 }
 
 func nonNil(s []string) []string {

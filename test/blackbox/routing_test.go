@@ -89,7 +89,7 @@ func TestRawTargetIsLoweredByTheContractNeverByGo(t *testing.T) {
 		{"directory with a trailing slash", "dir/", 403, "not_a_regular_file", "", "dir/"},
 		{"a file used as a directory (ENOTDIR)", "report.md/x", 404, "not_found", "", "report.md/x"},
 		{"lower-case %2f is a separator too", "dir%2freport.md", 200, "", "nested\n", "dir/report.md"},
-		{"name too long is io_error", strings.Repeat("n", 300), 500, "io_error", "", strings.Repeat("n", 300)},
+		{"name too long is io_error", strings.Repeat("n", 256), 500, "io_error", "", strings.Repeat("n", 256)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestEveryMethodButGETIsRefused405(t *testing.T) {
 			t.Run(method+" "+route.target, func(t *testing.T) {
 				send := func() harness.Response {
 					if method == "POST" || method == "PUT" || method == "PATCH" {
-						req := method + " " + route.target + " HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
+						req := method + " " + route.target + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
 						return harness.Raw(t, s.addr, req)
 					}
 					return harness.Request(t, s.addr, method, route.target)
@@ -317,12 +317,12 @@ func TestAgentCardIsServedOnlyToGET(t *testing.T) {
 func TestEveryResourcesResponseClosesTheConnection(t *testing.T) {
 	p := harness.Start(t, bbRoutingCapsule)
 	for _, tc := range []struct{ name, request string }{
-		{"HTTP/1.1 asking for keep-alive", "GET /resources/files/report.md HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"},
+		{"HTTP/1.1 asking for keep-alive", "GET /resources/files/report.md HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n"},
 		{"HTTP/1.0 read", "GET /resources/files/report.md HTTP/1.0\r\n\r\n"},
 		{"HTTP/1.0 keep-alive read", "GET /resources/files/report.md HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"},
 		{"HTTP/1.0 listing", "GET /resources/files HTTP/1.0\r\n\r\n"},
 		{"HTTP/1.0 refusal", "GET /resources/files/nothere HTTP/1.0\r\n\r\n"},
-		{"HTTP/1.1 pipelined second request is not answered", "GET /resources/files/report.md HTTP/1.1\r\nHost: x\r\n\r\nGET /resources/files/dir/report.md HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"HTTP/1.1 pipelined second request is not answered", "GET /resources/files/report.md HTTP/1.1\r\nHost: localhost\r\n\r\nGET /resources/files/dir/report.md HTTP/1.1\r\nHost: localhost\r\n\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := harness.RawWithin(t, p.Ready.Listen, tc.request, 5*time.Second)

@@ -255,9 +255,9 @@ func TestFetchPeerFileRefusesAndStoresSafely(t *testing.T) {
 			{"trailing slash", forgeFor("dir/"), "file"},
 			{"dotfile kept", forgeFor(".env"), ".env"},
 			{"cut to 120 characters", forgeFor(strings.Repeat("n", 200)), strings.Repeat("n", 120)},
-			{"no p in the payload", forge(`{"v":1,"iss":"x"}`), "file"},
-			{"non-string p", forge(`{"p":5}`), "file"},
-			{"payload not JSON", forge(`not json`), "file"},
+			{"no p in the payload", harness.ForgeToken(`{"v":1,"iss":"x"}`), "file"},
+			{"non-string p", harness.ForgeToken(`{"p":5}`), "file"},
+			{"payload not JSON", harness.ForgeToken(`not json`), "file"},
 			{"not a handle at all", "just-a-name", "file"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

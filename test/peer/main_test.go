@@ -365,20 +365,12 @@ func payloadOf(t *testing.T, token string) []byte {
 	return raw
 }
 
-// forge builds a token by hand around payload JSON and a random 32-byte tag. No peer key is
-// involved, so it redeems only at a fake peer that checks nothing.
-func forge(payload string) string {
-	tag := make([]byte, 32)
-	_, _ = rand.Read(tag)
-	return "mh1." + b64.EncodeToString([]byte(payload)) + "." + b64.EncodeToString(tag)
-}
-
 // forgeFor builds a hand-made token whose payload names p (JSON-encoded), with a fresh nonce.
 func forgeFor(p string) string {
 	pj, _ := json.Marshal(p)
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
-	return forge(fmt.Sprintf(`{"v":1,"iss":"ses_fake","p":%s,"exp":%d,"n":"%x"}`, pj, time.Now().Add(time.Hour).UnixMilli(), nonce))
+	return harness.ForgeToken(fmt.Sprintf(`{"v":1,"iss":"ses_fake","p":%s,"exp":%d,"n":"%x"}`, pj, time.Now().Add(time.Hour).UnixMilli(), nonce))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -90,7 +90,7 @@ func TestRedeemRunsTheChecksInContractOrder(t *testing.T) {
 	t.Run("HEAD is 405 too", func(t *testing.T) {
 		for _, p := range []*harness.Process{a, u} {
 			before := countEvents(t, p, "peer_handle_redeem")
-			r := harness.Raw(t, p.Ready.Listen, "HEAD /resources/peer/"+valid.Handle+" HTTP/1.1\r\nHost: x\r\n"+aud(audience)+"\r\n\r\n")
+			r := harness.Raw(t, p.Ready.Listen, "HEAD /resources/peer/"+valid.Handle+" HTTP/1.1\r\nHost: localhost\r\n"+aud(audience)+"\r\n\r\n")
 			if r.Status != 405 || r.Get("allow") != "GET" || r.Get("x-murmur-generation") != "" || r.Get("x-murmur-handle-id") != "" {
 				t.Fatalf("HEAD: %d %v, want 405 with allow: GET and no plane headers", r.Status, r.Header)
 			}

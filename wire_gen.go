@@ -13,6 +13,7 @@ import (
 	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
+	"github.com/resplane/resplane/adapters/operatorhttp"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/application"
@@ -137,6 +138,40 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	return handlers, nil
 }
 
+// Injectors from wire_clients.go:
+
+// InitializeRemoteFiles assembles `resplane files ls` and `get`: the operator-plane client of
+// the service at u. The error is a URL the client cannot use.
+func InitializeRemoteFiles(u ServiceURL) (*application.RemoteFiles, error) {
+	client, err := provideOperatorClient(u)
+	if err != nil {
+		return nil, err
+	}
+	remoteFiles := application.NewRemoteFiles(client)
+	return remoteFiles, nil
+}
+
+// InitializeMirror assembles `resplane files pull`. The cleanup closes the target directory.
+func InitializeMirror(l PullLaunch) (*application.Mirror, func(), error) {
+	serviceURL := l.URL
+	client, err := provideOperatorClient(serviceURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	remoteFiles := application.NewRemoteFiles(client)
+	mirrorDir := l.Dir
+	dir, cleanup, err := provideMirrorDir(mirrorDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	file := l.Stderr
+	progress := provideProgress(file)
+	mirror := application.NewMirror(remoteFiles, dir, progress)
+	return mirror, func() {
+		cleanup()
+	}, nil
+}
+
 // wire.go:
 
 // launchSet hands out the parts of a Launch, each as its own value, so that a provider names
@@ -173,4 +208,11 @@ var edgeSet = wire.NewSet(
 	provideControlServer,
 	provideControlListener,
 	provideService,
+)
+
+// wire_clients.go:
+
+// operatorSet provides the client of a service's operator plane.
+var operatorSet = wire.NewSet(
+	provideOperatorClient, wire.Bind(new(ports.RemoteExport), new(*operatorhttp.Client)), application.NewRemoteFiles,
 )

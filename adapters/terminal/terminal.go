@@ -56,6 +56,8 @@ func (b *Bar) Start(files int, bytes int64) {
 		progressbar.OptionSetWriter(b.out),
 		progressbar.OptionSetDescription("pulling "+strconv.Itoa(files)+" files"),
 		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
+		progressbar.OptionUseIECUnits(true),
 		progressbar.OptionShowTotalBytes(true),
 		progressbar.OptionSetWidth(20),
 		progressbar.OptionThrottle(100*time.Millisecond),

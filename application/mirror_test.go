@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,7 +109,9 @@ func (f *fakeExport) Open(_ context.Context, rel pathpolicy.RelPath) (ports.Remo
 		MtimeMs: 1_700_000_000_000, HasMtime: true}, io.NopCloser(strings.NewReader(a.body)), nil
 }
 
-func (f *fakeExport) FileURL(rel pathpolicy.RelPath) string { return "http://service/resources/files/" + rel.String() }
+func (f *fakeExport) FileURL(rel pathpolicy.RelPath) string {
+	return "http://service/resources/files/" + rel.String()
+}
 
 // mirrorInto returns a Mirror of export into a new temp dir laid out as local.
 func mirrorInto(t *testing.T, export *fakeExport, local fixture.Layout) (*application.Mirror, string) {
@@ -281,22 +284,10 @@ func TestAListingThatNamesAPathTwiceOrGivesNoDigestFailsThatEntry(t *testing.T) 
 	m, dir := mirrorInto(t, export, nil)
 	s := pull(t, m, application.PullOptions{})
 	want := map[string]refusal.Code{"a.txt/": refusal.InvalidListing, "b.txt": refusal.InvalidListing, "c.txt": refusal.InvalidListing}
-	if s.Fetched != 1 || !mapsEqual(failureCodes(s), want) {
+	if s.Fetched != 1 || !maps.Equal(failureCodes(s), want) {
 		t.Fatalf("summary %+v, failures %v; want a.txt fetched and %v", s, failureCodes(s), want)
 	}
 	requireTree(t, dir, map[string]string{"a.txt": "a"})
-}
-
-func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestDeleteRemovesOnlyUnlistedRegularFiles(t *testing.T) {

@@ -60,6 +60,9 @@ func (d *Dir) parent(rel pathpolicy.RelPath, create bool) (int, string, error) {
 				next, err = openDir(dir, name)
 			}
 		}
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			err = onTheWay(dir, name, err)
+		}
 		unix.Close(dir)
 		if errors.Is(err, unix.ENOENT) {
 			return -1, "", errMissing
@@ -70,6 +73,15 @@ func (d *Dir) parent(rel pathpolicy.RelPath, create bool) (int, string, error) {
 		dir = next
 	}
 	return dir, components[len(components)-1], nil
+}
+
+// onTheWay says what stands where a directory was needed: the kernel reports a symlink
+// opened with O_NOFOLLOW|O_DIRECTORY as ENOTDIR, so the entry itself is looked at.
+func onTheWay(dir int, name string, err error) error {
+	if st, serr := lstatAt(dir, name); serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return unix.ELOOP
+	}
+	return err
 }
 
 // dirFlags opens a directory for reading its entries and for use as an *at anchor, never

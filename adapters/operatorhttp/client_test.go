@@ -160,12 +160,12 @@ func TestTheBaseURLMayCarryThePlaneRouteOrAPrefix(t *testing.T) {
 
 func TestABaseURLTheClientCannotUseIsRefused(t *testing.T) {
 	for rule, base := range map[string]string{
-		"another scheme":        "ftp://127.0.0.1:1",
-		"no scheme":             "127.0.0.1:8080",
-		"no host":               "http:///resources/files",
-		"user information":      "http://user:pw@127.0.0.1:1",
-		"a query":               "http://127.0.0.1:1/?x=1",
-		"a fragment":            "http://127.0.0.1:1/#x",
+		"another scheme":         "ftp://127.0.0.1:1",
+		"no scheme":              "127.0.0.1:8080",
+		"no host":                "http:///resources/files",
+		"user information":       "http://user:pw@127.0.0.1:1",
+		"a query":                "http://127.0.0.1:1/?x=1",
+		"a fragment":             "http://127.0.0.1:1/#x",
 		"an empty first segment": "http://127.0.0.1:1//evil/resources/files",
 	} {
 		if _, err := operatorhttp.New(base, operatorhttp.Options{}); err == nil {

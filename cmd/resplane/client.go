@@ -101,13 +101,8 @@ Tells a running service that a task reached a terminal state, advancing the gene
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
 func toolCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, toolUsage)
-		return exitUsage
-	}
-	if isHelp(args[0]) {
-		fmt.Fprint(stdout, toolUsage)
-		return exitOK
+	if status, done := groupUsage(args, toolUsage, stdout, stderr); done {
+		return status
 	}
 	name, rest := args[0], args[1:]
 	f := newClientFlags("tool "+name, stderr, getenv)

@@ -50,14 +50,23 @@ const defaultJobs = 4
 // maxJobs bounds --jobs: each job holds a connection and a temp file.
 const maxJobs = 64
 
-func filesCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, filesUsage)
-		return exitUsage
+// groupUsage answers a command that groups subcommands when it is given none (its usage on
+// stderr, exit 2) or asked for help (its usage on stdout, exit 0); done is false otherwise.
+func groupUsage(args []string, usage string, stdout, stderr io.Writer) (status int, done bool) {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(stderr, usage)
+		return exitUsage, true
+	case isHelp(args[0]):
+		fmt.Fprint(stdout, usage)
+		return exitOK, true
 	}
-	if isHelp(args[0]) {
-		fmt.Fprint(stdout, filesUsage)
-		return exitOK
+	return 0, false
+}
+
+func filesCommand(args []string, stdout, stderr io.Writer) int {
+	if status, done := groupUsage(args, filesUsage, stdout, stderr); done {
+		return status
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -6,6 +6,7 @@ import (
 	"github.com/google/wire"
 
 	"github.com/resplane/resplane/adapters/localfs"
+	"github.com/resplane/resplane/adapters/mcp"
 	"github.com/resplane/resplane/adapters/operatorhttp"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/ports"
@@ -36,4 +37,15 @@ func InitializeMirror(l PullLaunch) (*application.Mirror, func(), error) {
 		application.NewMirror,
 	)
 	return nil, nil, nil
+}
+
+// InitializeMCP assembles `resplane mcp`. The error is a --files URL the client cannot use.
+func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
+	wire.Build(
+		wire.FieldsOf(new(MCPLaunch), "Control", "Files"),
+		provideAgentTools,
+		provideMCPFiles,
+		provideMCPServer,
+	)
+	return nil, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
+	"github.com/resplane/resplane/adapters/mcp"
 	"github.com/resplane/resplane/adapters/operatorhttp"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
@@ -170,6 +171,19 @@ func InitializeMirror(l PullLaunch) (*application.Mirror, func(), error) {
 	return mirror, func() {
 		cleanup()
 	}, nil
+}
+
+// InitializeMCP assembles `resplane mcp`. The error is a --files URL the client cannot use.
+func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
+	controlPath := l.Control
+	agentTools := provideAgentTools(controlPath)
+	serviceURL := l.Files
+	remoteFiles, err := provideMCPFiles(serviceURL)
+	if err != nil {
+		return nil, err
+	}
+	server := provideMCPServer(l, agentTools, remoteFiles)
+	return server, nil
 }
 
 // wire.go:

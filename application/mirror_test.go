@@ -109,9 +109,9 @@ func (f *fakeExport) Open(_ context.Context, rel pathpolicy.RelPath) (ports.Remo
 		MtimeMs: 1_700_000_000_000, HasMtime: true}, io.NopCloser(strings.NewReader(a.body)), nil
 }
 
-func (f *fakeExport) FileURL(rel pathpolicy.RelPath) string {
-	return "http://service/resources/files/" + rel.String()
-}
+func (f *fakeExport) FilesURL() string { return "http://service/resources/files" }
+
+func (f *fakeExport) FileURL(rel pathpolicy.RelPath) string { return f.FilesURL() + "/" + rel.String() }
 
 // mirrorInto returns a Mirror of export into a new temp dir laid out as local.
 func mirrorInto(t *testing.T, export *fakeExport, local fixture.Layout) (*application.Mirror, string) {
@@ -385,7 +385,7 @@ func TestFetchCommitsOnlyAVerifiedBodyWithinItsLimit(t *testing.T) {
 			if tc.committed != (err == nil) || l.discarded == tc.committed || l.committed.IsZero() == tc.committed {
 				t.Fatalf("err %v, committed %v, discarded %v", err, l.committed, l.discarded)
 			}
-			if !tc.committed && (!refusal.Is(err, refusal.TooLarge) || fetched.Announced != 10 || !strings.Contains(err.Error(), "10 bytes")) {
+			if !tc.committed && (!refusal.Is(err, refusal.TooLarge) || !fetched.OverLimit || fetched.Announced != 10 || !strings.Contains(err.Error(), "10 bytes")) {
 				t.Fatalf("err %v, announced %d; want too_large naming the 10 announced bytes", err, fetched.Announced)
 			}
 		})

@@ -45,8 +45,22 @@ func (u *RemoteFiles) List(ctx context.Context) (ports.RemoteListing, error) {
 	return listing, nil
 }
 
+// FilesURL is the URL of the listing.
+func (u *RemoteFiles) FilesURL() string { return u.remote.FilesURL() }
+
 // FileURL is the URL rel is read from.
 func (u *RemoteFiles) FileURL(rel pathpolicy.RelPath) string { return u.remote.FileURL(rel) }
+
+// PathOf returns the path whose URL is fileURL, decoded once and lowered exactly as the
+// service would (pathpolicy.Parse), so a path the service would refuse is refused here,
+// outside_root, without a request. A URL that is not a file's on this service is not_found.
+func (u *RemoteFiles) PathOf(fileURL string) (pathpolicy.RelPath, error) {
+	rest, found := strings.CutPrefix(fileURL, u.remote.FilesURL()+"/")
+	if !found {
+		return pathpolicy.RelPath{}, refusal.WithMessage(refusal.NotFound, "The URI is not a file of this service's operator plane.")
+	}
+	return pathpolicy.Parse(rest)
+}
 
 // Fetched describes a fetch.
 type Fetched struct {
@@ -55,8 +69,11 @@ type Fetched struct {
 	// SHA256 is the lowercase hex digest of the body landed.
 	SHA256 string
 	// Announced is the content-length the service announced, -1 for none. It is set on a
-	// too_large refusal too, so a caller can say how large the file is.
+	// refusal too, so a caller can say how large the file is.
 	Announced int64
+	// OverLimit is set when the fetch was refused because the body is longer than the
+	// caller's limit (rather than refused by the service).
+	OverLimit bool
 }
 
 // Fetch reads rel and lands its body: it streams the body into landing while hashing it and
@@ -85,6 +102,7 @@ func (u *RemoteFiles) fetch(ctx context.Context, rel pathpolicy.RelPath, limit i
 		return fetched, serviceRefusal(head.RemoteAnswer)
 	}
 	if head.ContentLength > limit {
+		fetched.OverLimit = true
 		return fetched, tooLargeToFetch(head.ContentLength, limit)
 	}
 	hash := sha256.New()
@@ -93,6 +111,7 @@ func (u *RemoteFiles) fetch(ctx context.Context, rel pathpolicy.RelPath, limit i
 		return fetched, refusal.From(err)
 	}
 	if n > limit {
+		fetched.OverLimit = true
 		return fetched, tooLargeToFetch(-1, limit)
 	}
 	fetched.Bytes, fetched.SHA256 = n, hex.EncodeToString(hash.Sum(nil))

@@ -28,6 +28,9 @@ type RemoteExport interface {
 	// On any other status the body has already been read (at most 64 KiB) into the answer's
 	// error fields, and the returned body is empty.
 	Open(ctx context.Context, rel pathpolicy.RelPath) (RemoteRead, io.ReadCloser, error)
+	// FilesURL returns the absolute URL of the listing, which every file's URL extends by
+	// "/" and its escaped components.
+	FilesURL() string
 	// FileURL returns the absolute URL Open requests for rel.
 	FileURL(rel pathpolicy.RelPath) string
 }

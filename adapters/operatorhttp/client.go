@@ -123,6 +123,9 @@ func (c *Client) target(rel pathpolicy.RelPath) string {
 	return b.String()
 }
 
+// FilesURL returns the absolute URL of the listing.
+func (c *Client) FilesURL() string { return c.origin + c.prefix + filesRoute }
+
 // FileURL returns the absolute URL of rel on the operator plane.
 func (c *Client) FileURL(rel pathpolicy.RelPath) string { return c.origin + c.target(rel) }
 

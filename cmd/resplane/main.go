@@ -31,6 +31,7 @@ Usage:
   resplane files ls URL [--json]
   resplane files get URL PATH [-o FILE]
   resplane files pull URL DIR [--delete] [--jobs N] [--dry-run] [--json]
+  resplane mcp [--control PATH] [--files URL]
   resplane version
 
 Run 'resplane <command> --help' for a command's flags.
@@ -62,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return statusCommand(rest, stdout, stderr, getenv)
 	case "files":
 		return filesCommand(rest, stdout, stderr)
+	case "mcp":
+		return mcpCommand(rest, stdout, stderr, getenv)
 	case "version", "--version":
 		if len(rest) > 0 && !isHelp(rest[0]) {
 			fmt.Fprintf(stderr, "resplane version: takes no arguments, got %q\n", rest[0])

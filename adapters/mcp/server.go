@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/resplane/resplane/application"
@@ -229,7 +229,10 @@ func shellQuote(s string) string {
 // memoryLanding holds a fetched body in memory; Fetch bounds it by MaxInline.
 type memoryLanding struct{ data []byte }
 
-func (m *memoryLanding) Write(p []byte) (int, error) { m.data = append(m.data, p...); return len(p), nil }
+func (m *memoryLanding) Write(p []byte) (int, error) {
+	m.data = append(m.data, p...)
+	return len(p), nil
+}
 
 // Commit keeps the body; it has no file to move.
 func (m *memoryLanding) Commit(_ time.Time) error { return nil }

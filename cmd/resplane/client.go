@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,13 +29,8 @@ func newClientFlags(name string, stderr io.Writer, getenv func(string) string) c
 
 // parse parses args; ok is false when the caller must return status.
 func (f clientFlags) parse(args []string, stdout io.Writer) (status int, ok bool) {
-	if err := f.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			f.SetOutput(stdout)
-			f.PrintDefaults()
-			return exitOK, false
-		}
-		return exitUsage, false
+	if status, ok := parseOrHelp(f.FlagSet, args, stdout, f.PrintDefaults); !ok {
+		return status, false
 	}
 	if f.NArg() > 0 {
 		fmt.Fprintf(f.Output(), "%s: unexpected argument %q\n", f.Name(), f.Arg(0))

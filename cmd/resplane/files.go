@@ -50,6 +50,21 @@ const defaultJobs = 4
 // maxJobs bounds --jobs: each job holds a connection and a temp file.
 const maxJobs = 64
 
+// parseOrHelp parses args into fs. Asked for help, it writes help on stdout (exit 0); a bad
+// flag is a usage error, which fs has already reported. ok is false when the caller must
+// return status.
+func parseOrHelp(fs *flag.FlagSet, args []string, stdout io.Writer, help func()) (status int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			help()
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	return 0, true
+}
+
 // groupUsage answers a command that groups subcommands when it is given none (its usage on
 // stderr, exit 2) or asked for help (its usage on stdout, exit 0); done is false otherwise.
 func groupUsage(args []string, usage string, stdout, stderr io.Writer) (status int, done bool) {
@@ -105,13 +120,8 @@ func newFilesFlags(name string, stderr io.Writer, positional ...string) *filesFl
 // flags); ok is false when the caller must return status.
 func (f *filesFlags) parse(args []string, stdout io.Writer) (status int, ok bool) {
 	for {
-		if err := f.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				f.SetOutput(stdout)
-				f.Usage()
-				return exitOK, false
-			}
-			return exitUsage, false
+		if status, ok := parseOrHelp(f.FlagSet, args, stdout, f.Usage); !ok {
+			return status, false
 		}
 		rest := f.Args()
 		if consumed := args[:len(args)-len(rest)]; len(consumed) > 0 && consumed[len(consumed)-1] == "--" {

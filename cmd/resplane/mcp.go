@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,12 +32,8 @@ func mcpCommand(args []string, stdout, stderr io.Writer, getenv func(string) str
 	fs.Usage = func() { fmt.Fprint(fs.Output(), mcpUsage) }
 	controlPath := fs.String("control", getenv("RESPLANE_CONTROL"), "the service's control socket")
 	filesURL := fs.String("files", "", "the service's base URL")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, mcpUsage)
-			return exitOK
-		}
-		return exitUsage
+	if status, ok := parseOrHelp(fs, args, stdout, func() { fmt.Fprint(stdout, mcpUsage) }); !ok {
+		return status
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -181,9 +181,14 @@ func (m *Mirror) plan(entries []ports.RemoteEntry) ([]pullItem, map[string]bool)
 func interrupted(items []pullItem, done func(*pullItem) bool) {
 	for i := range items {
 		if it := &items[i]; it.err == nil && !done(it) {
-			it.err = refusal.WithMessage(refusal.Interrupted, "The pull was interrupted before this file was mirrored.")
+			it.err = errInterrupted()
 		}
 	}
+}
+
+// errInterrupted is the failure of a file the pull did not finish because it was stopped.
+func errInterrupted() *refusal.Refusal {
+	return refusal.WithMessage(refusal.Interrupted, "The pull was interrupted before this file was mirrored.")
 }
 
 // compare decides whether it must be fetched.
@@ -208,7 +213,11 @@ func (m *Mirror) fetch(ctx context.Context, it *pullItem, limit int64) {
 		return
 	}
 	fetched, err := m.files.Fetch(ctx, it.rel, limit, progressLanding{Landing: landing, progress: m.progress})
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		it.err = errInterrupted()
+		return
+	case err != nil:
 		it.err = refusal.From(err)
 		return
 	}

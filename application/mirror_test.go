@@ -39,6 +39,8 @@ type fakeExport struct {
 	maxBytes int64
 	// opened counts reads per path.
 	opened map[string]int
+	// onOpen, when set, runs at the start of every read.
+	onOpen func()
 }
 
 // fakeAnswer is one read's answer: a status with a refusal body, or a body with an etag.
@@ -80,7 +82,13 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
-func (f *fakeExport) Open(_ context.Context, rel pathpolicy.RelPath) (ports.RemoteRead, io.ReadCloser, error) {
+func (f *fakeExport) Open(ctx context.Context, rel pathpolicy.RelPath) (ports.RemoteRead, io.ReadCloser, error) {
+	if f.onOpen != nil {
+		f.onOpen()
+	}
+	if ctx.Err() != nil {
+		return ports.RemoteRead{}, nil, refusal.WithMessage(refusal.ServiceUnreachable, "The request was cancelled before it completed.")
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.opened[rel.String()]++
@@ -354,6 +362,18 @@ func TestAnInterruptedPullCountsWhatItDidNotReachAsFailed(t *testing.T) {
 		t.Fatalf("summary %+v, %v; want both files interrupted and nothing deleted", s, err)
 	}
 	requireTree(t, dir, map[string]string{"unlisted.txt": "x"})
+}
+
+func TestAFetchCutShortByASignalIsInterrupted(t *testing.T) {
+	export := newExport(map[string]string{"a.txt": "a"})
+	ctx, cancel := context.WithCancel(context.Background())
+	export.onOpen = cancel
+	m, dir := mirrorInto(t, export, nil)
+	s, err := m.Pull(ctx, application.PullOptions{})
+	if err != nil || failureCodes(s)["a.txt"] != refusal.Interrupted {
+		t.Fatalf("summary %+v, %v; want a.txt interrupted", s, err)
+	}
+	requireTree(t, dir, map[string]string{})
 }
 
 // recordingLanding records what a fetch did with it.

@@ -14,6 +14,8 @@ import (
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/landlock"
+	"github.com/resplane/resplane/adapters/mcp"
+	"github.com/resplane/resplane/adapters/operatorhttp"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/application"
@@ -155,6 +157,53 @@ var (
 	_wireResultValue = landlock.Result{}
 )
 
+// Injectors from wire_clients.go:
+
+// InitializeRemoteFiles assembles `resplane files ls` and `get`: the operator-plane client of
+// the service at u. The error is a URL the client cannot use.
+func InitializeRemoteFiles(u ServiceURL) (*application.RemoteFiles, error) {
+	client, err := provideOperatorClient(u)
+	if err != nil {
+		return nil, err
+	}
+	remoteFiles := application.NewRemoteFiles(client)
+	return remoteFiles, nil
+}
+
+// InitializeMirror assembles `resplane files pull`. The cleanup closes the target directory.
+func InitializeMirror(l PullLaunch) (*application.Mirror, func(), error) {
+	serviceURL := l.URL
+	client, err := provideOperatorClient(serviceURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	remoteFiles := application.NewRemoteFiles(client)
+	mirrorDir := l.Dir
+	dir, cleanup, err := provideMirrorDir(mirrorDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	file := l.Stderr
+	progress := provideProgress(file)
+	mirror := application.NewMirror(remoteFiles, dir, progress)
+	return mirror, func() {
+		cleanup()
+	}, nil
+}
+
+// InitializeMCP assembles `resplane mcp`. The error is a --files URL the client cannot use.
+func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
+	controlPath := l.Control
+	agentTools := provideAgentTools(controlPath)
+	serviceURL := l.Files
+	remoteFiles, err := provideMCPFiles(serviceURL)
+	if err != nil {
+		return nil, err
+	}
+	server := provideMCPServer(l, agentTools, remoteFiles)
+	return server, nil
+}
+
 // wire.go:
 
 // launchSet hands out the parts of a Launch, each as its own value, so that a provider names
@@ -193,4 +242,11 @@ var edgeSet = wire.NewSet(
 	provideControlListener,
 	provideConfinement,
 	provideService,
+)
+
+// wire_clients.go:
+
+// operatorSet provides the client of a service's operator plane.
+var operatorSet = wire.NewSet(
+	provideOperatorClient, wire.Bind(new(ports.RemoteExport), new(*operatorhttp.Client)), application.NewRemoteFiles,
 )

@@ -5,31 +5,56 @@ import (
 	"go/parser"
 	"go/token"
 	"net/http"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/resplane/resplane/domain/refusal"
 )
 
-// notOnTheListener are the refusal codes that only the agent tools and the control API answer
-// with: they never reach the resource listener, so statusOf has no row for them.
+// notOnTheListener are the refusal codes that only the agent tools, the control API and
+// resplane's own clients produce: they never reach the resource listener, so statusOf has no
+// row for them.
 var notOnTheListener = map[refusal.Code]bool{
-	refusal.InvalidInput:    true,
-	refusal.PeerUnreachable: true,
-	refusal.PeerNotAllowed:  true,
-	refusal.EtagMismatch:    true,
-	refusal.UnknownTool:     true,
+	refusal.InvalidInput:       true,
+	refusal.PeerUnreachable:    true,
+	refusal.PeerNotAllowed:     true,
+	refusal.EtagMismatch:       true,
+	refusal.UnknownTool:        true,
+	refusal.ServiceUnreachable: true,
+	refusal.InvalidListing:     true,
+	refusal.UnsafePath:         true,
+	refusal.Interrupted:        true,
 }
 
-// declaredCodes reads every constant of type Code that domain/refusal declares, so that a
-// code added there without a status here fails this test.
+// declaredCodes reads every constant of type Code that any file of domain/refusal declares,
+// so that a code added there without a status here fails this test.
 func declaredCodes(t *testing.T) map[refusal.Code]bool {
 	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), "../../domain/refusal/refusal.go", nil, 0)
+	files, err := filepath.Glob("../../domain/refusal/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	codes := map[refusal.Code]bool{}
+	for _, name := range files {
+		if !strings.HasSuffix(name, "_test.go") {
+			addDeclaredCodes(t, name, codes)
+		}
+	}
+	if len(codes) == 0 {
+		t.Fatal("no refusal codes found in domain/refusal")
+	}
+	return codes
+}
+
+// addDeclaredCodes adds the Code constants the Go file name declares to codes.
+func addDeclaredCodes(t *testing.T, name string, codes map[refusal.Code]bool) {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, decl := range file.Decls {
 		gen, ok := decl.(*ast.GenDecl)
 		if !ok || gen.Tok != token.CONST {
@@ -49,10 +74,6 @@ func declaredCodes(t *testing.T) map[refusal.Code]bool {
 			}
 		}
 	}
-	if len(codes) == 0 {
-		t.Fatal("no refusal codes found in domain/refusal")
-	}
-	return codes
 }
 
 func TestEveryRefusalCodeHasExactlyOneListenerStatus(t *testing.T) {

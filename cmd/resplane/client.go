@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,13 +29,8 @@ func newClientFlags(name string, stderr io.Writer, getenv func(string) string) c
 
 // parse parses args; ok is false when the caller must return status.
 func (f clientFlags) parse(args []string, stdout io.Writer) (status int, ok bool) {
-	if err := f.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			f.SetOutput(stdout)
-			f.PrintDefaults()
-			return exitOK, false
-		}
-		return exitUsage, false
+	if status, ok := parseOrHelp(f.FlagSet, args, stdout, f.PrintDefaults); !ok {
+		return status, false
 	}
 	if f.NArg() > 0 {
 		fmt.Fprintf(f.Output(), "%s: unexpected argument %q\n", f.Name(), f.Arg(0))
@@ -101,13 +95,8 @@ Tells a running service that a task reached a terminal state, advancing the gene
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
 func toolCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, toolUsage)
-		return exitUsage
-	}
-	if isHelp(args[0]) {
-		fmt.Fprint(stdout, toolUsage)
-		return exitOK
+	if status, done := groupUsage(args, toolUsage, stdout, stderr); done {
+		return status
 	}
 	name, rest := args[0], args[1:]
 	f := newClientFlags("tool "+name, stderr, getenv)

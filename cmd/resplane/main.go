@@ -28,6 +28,10 @@ Usage:
   resplane tool fetch-peer-file --peer ADDR --handle H [--control PATH]
   resplane task end [--state completed|failed|cancelled] [--control PATH]
   resplane status [--control PATH]
+  resplane files ls URL [--json]
+  resplane files get URL PATH [-o FILE]
+  resplane files pull URL DIR [--delete] [--jobs N] [--dry-run] [--json]
+  resplane mcp [--control PATH] [--files URL]
   resplane version
 
 Run 'resplane <command> --help' for a command's flags.
@@ -57,6 +61,10 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return taskCommand(rest, stdout, stderr, getenv)
 	case "status":
 		return statusCommand(rest, stdout, stderr, getenv)
+	case "files":
+		return filesCommand(rest, stdout, stderr)
+	case "mcp":
+		return mcpCommand(rest, stdout, stderr, getenv)
 	case "version", "--version":
 		if len(rest) > 0 && !isHelp(rest[0]) {
 			fmt.Fprintf(stderr, "resplane version: takes no arguments, got %q\n", rest[0])

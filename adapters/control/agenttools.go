@@ -1,0 +1,80 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/ports"
+)
+
+var _ ports.AgentTools = (*Client)(nil)
+
+// ListTools returns the tools GET /v1/tools offers.
+func (c *Client) ListTools(ctx context.Context) ([]ports.ToolSpec, error) {
+	status, answer, err := c.Call(ctx, http.MethodGet, "/v1/tools", nil)
+	if err != nil {
+		return nil, unreachable(err)
+	}
+	if status != http.StatusOK {
+		return nil, refused(status, answer)
+	}
+	var listed struct {
+		Tools *[]toolSpec `json:"tools"`
+	}
+	if err := json.Unmarshal(answer, &listed); err != nil || listed.Tools == nil {
+		return nil, unreadable(err)
+	}
+	specs := make([]ports.ToolSpec, 0, len(*listed.Tools))
+	for _, s := range *listed.Tools {
+		specs = append(specs, ports.ToolSpec{Name: s.Name, Description: s.Description, InputSchema: s.InputSchema})
+	}
+	return specs, nil
+}
+
+// CallTool sends input to POST /v1/tools/<name> and returns the result of a 200.
+func (c *Client) CallTool(ctx context.Context, name string, input []byte) (ports.ToolResult, error) {
+	status, answer, err := c.Call(ctx, http.MethodPost, "/v1/tools/"+name, json.RawMessage(input))
+	if err != nil {
+		return ports.ToolResult{}, unreachable(err)
+	}
+	if status != http.StatusOK {
+		return ports.ToolResult{}, refused(status, answer)
+	}
+	var result struct {
+		Data    json.RawMessage `json:"data"`
+		Summary string          `json:"summary"`
+	}
+	if err := json.Unmarshal(answer, &result); err != nil || len(bytes.TrimSpace(result.Data)) == 0 {
+		return ports.ToolResult{}, unreadable(err)
+	}
+	return ports.ToolResult{Data: result.Data, Summary: result.Summary}, nil
+}
+
+// refused turns a non-200 answer into the service's refusal; an answer that is not a
+// refusal body is unreadable.
+func refused(status int, answer []byte) error {
+	var body struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(answer, &body); err != nil || body.Error == "" {
+		return unreadable(err)
+	}
+	return refusal.WithMessage(refusal.Code(body.Error), body.Message)
+}
+
+func unreachable(err error) error {
+	return refusal.WithMessage(refusal.ServiceUnreachable,
+		"The service's control socket cannot be reached; is resplane serve still running?").Wrapping(err)
+}
+
+func unreadable(err error) error {
+	r := refusal.WithMessage(refusal.ServiceUnreachable, "The control API answered something that is not a tool answer.")
+	if err != nil {
+		r = r.Wrapping(err)
+	}
+	return r
+}

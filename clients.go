@@ -1,0 +1,87 @@
+package resplane
+
+import (
+	"os"
+
+	"github.com/rs/zerolog"
+
+	"github.com/resplane/resplane/adapters/control"
+	"github.com/resplane/resplane/adapters/localfs"
+	"github.com/resplane/resplane/adapters/mcp"
+	"github.com/resplane/resplane/adapters/operatorhttp"
+	"github.com/resplane/resplane/adapters/terminal"
+	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/ports"
+)
+
+// The operator's client commands (`resplane files`, `resplane mcp`) are assembled by wire as
+// the service is: their launches below, their providers here, their injectors in
+// wire_clients.go.
+
+// ServiceURL is the base URL of a service's operator plane, as the ready line prints it.
+type ServiceURL string
+
+// PullLaunch is what `resplane files pull` runs with.
+type PullLaunch struct {
+	URL ServiceURL
+	// Dir is the directory to mirror into; it is created when missing.
+	Dir MirrorDir
+	// Stderr is where the progress bar is drawn, when it is a terminal.
+	Stderr *os.File
+}
+
+// MirrorDir is the local directory a pull mirrors into.
+type MirrorDir string
+
+func provideOperatorClient(u ServiceURL) (*operatorhttp.Client, error) {
+	return operatorhttp.New(string(u), operatorhttp.Options{})
+}
+
+func provideMirrorDir(d MirrorDir) (*localfs.Dir, func(), error) {
+	dir, err := localfs.Open(string(d))
+	if err != nil {
+		return nil, nil, err
+	}
+	return dir, func() { _ = dir.Close() }, nil
+}
+
+func provideProgress(stderr *os.File) ports.Progress { return terminal.NewProgress(stderr) }
+
+// ControlPath is a service's control socket.
+type ControlPath string
+
+// MCPLaunch is what `resplane mcp` runs with.
+type MCPLaunch struct {
+	// Control is the control socket whose tools it offers; "" offers none.
+	Control ControlPath
+	// Files is the operator plane whose files it offers as resources; "" offers none.
+	Files ServiceURL
+	// Version is resplane's version, which the server reports to its clients.
+	Version string
+	// Log is where failures go: stderr, through NewLogger, which redacts handles.
+	Log zerolog.Logger
+}
+
+// provideAgentTools returns the control API's client, or no tools without a socket.
+func provideAgentTools(c ControlPath) ports.AgentTools {
+	if c == "" {
+		return nil
+	}
+	return control.NewClient(string(c))
+}
+
+// provideMCPFiles returns the operator plane's client, or none without a URL.
+func provideMCPFiles(u ServiceURL) (*application.RemoteFiles, error) {
+	if u == "" {
+		return nil, nil
+	}
+	client, err := provideOperatorClient(u)
+	if err != nil {
+		return nil, err
+	}
+	return application.NewRemoteFiles(client), nil
+}
+
+func provideMCPServer(l MCPLaunch, tools ports.AgentTools, files *application.RemoteFiles) *mcp.Server {
+	return mcp.NewServer(mcp.Config{Name: "resplane", Version: l.Version, Tools: tools, Files: files, FilesURL: string(l.Files), Log: l.Log})
+}

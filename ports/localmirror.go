@@ -1,0 +1,66 @@
+package ports
+
+import (
+	"io"
+	"time"
+
+	"github.com/resplane/resplane/domain/pathpolicy"
+)
+
+// LocalMirror is the directory a pull mirrors an export into (docs/operator-guide.md,
+// "Pulling outputs"). Every path is relative to that directory and resolved beneath it one
+// component at a time without following a symlink, so nothing can make an implementation
+// read, write or delete outside it.
+//
+// Errors are *refusal.Refusal: unsafe_path when a component on the way is a symlink or not a
+// directory, when the final name exists as anything but a regular file, or when the local
+// filesystem refuses the name; io_error, naming no host path, for any other failure.
+type LocalMirror interface {
+	// Compare reports what is at rel: LocalMissing when nothing is (a missing directory on the
+	// way included), LocalSame when it is a regular file of exactly size bytes whose sha256 is
+	// sum (lowercase hex), LocalDifferent for any other regular file. It reads the file only
+	// when its size is size.
+	Compare(rel pathpolicy.RelPath, size int64, sum string) (LocalState, error)
+	// Stage creates the missing directories on the way to rel and a new temp file beside it,
+	// in the same directory, to be committed over rel.
+	Stage(rel pathpolicy.RelPath) (Landing, error)
+	// Files lists every regular file beneath the directory, "/"-separated and relative to
+	// it, in no particular order. Symlinks are neither listed nor descended.
+	Files() ([]string, error)
+	// Delete removes the regular file at rel. It refuses (unsafe_path) to remove anything
+	// else, and a file already gone is not an error.
+	Delete(rel pathpolicy.RelPath) error
+}
+
+// LocalState is what Compare found.
+type LocalState int
+
+// The states Compare reports.
+const (
+	LocalMissing LocalState = iota
+	LocalSame
+	LocalDifferent
+)
+
+// Landing is a temp file being filled with a download, so that the download appears whole
+// and verified at its destination or not at all. Exactly one of Commit or Discard must be
+// called; a failed Commit leaves nothing behind.
+type Landing interface {
+	io.Writer
+	// Commit flushes the file, sets its modification time to modTime (unless it is zero) and
+	// moves it into place in one step, replacing the earlier file of that name.
+	Commit(modTime time.Time) error
+	// Discard removes the temp file.
+	Discard()
+}
+
+// Progress shows how far a pull's downloads are. Add may be called from several goroutines
+// at once.
+type Progress interface {
+	// Start announces the downloads to come: how many files and how many bytes in all.
+	Start(files int, bytes int64)
+	// Add reports that bytes more were received.
+	Add(bytes int64)
+	// Finish ends the display.
+	Finish()
+}

@@ -1,0 +1,51 @@
+//go:build wireinject
+
+package resplane
+
+import (
+	"github.com/google/wire"
+
+	"github.com/resplane/resplane/adapters/localfs"
+	"github.com/resplane/resplane/adapters/mcp"
+	"github.com/resplane/resplane/adapters/operatorhttp"
+	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/ports"
+)
+
+// operatorSet provides the client of a service's operator plane.
+var operatorSet = wire.NewSet(
+	provideOperatorClient,
+	wire.Bind(new(ports.RemoteExport), new(*operatorhttp.Client)),
+	application.NewRemoteFiles,
+)
+
+// InitializeRemoteFiles assembles `resplane files ls` and `get`: the operator-plane client of
+// the service at u. The error is a URL the client cannot use.
+func InitializeRemoteFiles(u ServiceURL) (*application.RemoteFiles, error) {
+	wire.Build(operatorSet)
+	return nil, nil
+}
+
+// InitializeMirror assembles `resplane files pull`. The cleanup closes the target directory.
+func InitializeMirror(l PullLaunch) (*application.Mirror, func(), error) {
+	wire.Build(
+		wire.FieldsOf(new(PullLaunch), "URL", "Dir", "Stderr"),
+		operatorSet,
+		provideMirrorDir,
+		wire.Bind(new(ports.LocalMirror), new(*localfs.Dir)),
+		provideProgress,
+		application.NewMirror,
+	)
+	return nil, nil, nil
+}
+
+// InitializeMCP assembles `resplane mcp`. The error is a --files URL the client cannot use.
+func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
+	wire.Build(
+		wire.FieldsOf(new(MCPLaunch), "Control", "Files"),
+		provideAgentTools,
+		provideMCPFiles,
+		provideMCPServer,
+	)
+	return nil, nil
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/resplane/resplane"
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/config"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/domain/audience"
 	"github.com/resplane/resplane/domain/diag"
@@ -160,7 +161,7 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintf(stderr, "resplane serve: --advertise-url %q gives no audience: it needs a host\n", advertise)
 		return exitUsage
 	}
-	sessionDir := filepath.Join(workdir, ".murmur", sessionID)
+	sessionDir := osfs.SessionDirPath(workdir, sessionID)
 	tracePath, err := absOr(settings.TracePath, filepath.Join(sessionDir, "trace.jsonl"))
 	if err != nil {
 		_ = ln.Close()
@@ -192,8 +193,11 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 
 	svc, cleanup, err := resplane.InitializeService(launch)
 	if err != nil {
+		// One plain line, like every other launch failure: it names what is wrong and, for a
+		// session path the service will not use, what to do (docs/operator-guide.md,
+		// "Exit statuses").
 		_ = ln.Close()
-		log.Error().Err(err).Msg("the service could not start")
+		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
 		return exitFailure
 	}
 	defer cleanup()

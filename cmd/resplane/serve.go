@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
 
 	"github.com/resplane/resplane"
 	"github.com/resplane/resplane/adapters/budget"
@@ -101,6 +102,10 @@ func checkCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 }
 
 func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if err := makeUndumpable(); err != nil {
+		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
+		return exitFailure
+	}
 	settings, status, ok := loadSettings(config.Serve, args, stdout, stderr, getenv)
 	if !ok {
 		return status
@@ -208,6 +213,17 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		return exitFailure
 	}
 	return exitOK
+}
+
+// makeUndumpable clears the process's dumpable flag, before anything else serve does: no core
+// dump is written, and no other process of the same user may read the process's memory
+// through /proc or ptrace, so neither can expose the instance key (docs/peer-plane.md, "The
+// minting key").
+func makeUndumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("cannot make the process non-dumpable (prctl PR_SET_DUMPABLE): %w", err)
+	}
+	return nil
 }
 
 // absOr returns value, or fallback when value is "", as an absolute path (not resolved

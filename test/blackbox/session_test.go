@@ -1,13 +1,16 @@
 package blackbox_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/resplane/resplane/ports/porttest/fixture"
 	"github.com/resplane/resplane/test/harness"
@@ -167,5 +170,51 @@ func TestTheSessionDirectoryIsOursAndARelaunchReusesIt(t *testing.T) {
 	}
 	if starts != 3 {
 		t.Errorf("%d session_start lines in the reused trace, want 3 (one per launch)", starts)
+	}
+}
+
+// TestTheServeProcessIsNotDumpable pins docs/peer-plane.md, "The minting key": serve makes
+// itself non-dumpable at start, so another process of the same user can neither read its
+// memory through /proc or ptrace nor get a core dump holding the instance key. The probe is
+// readlink /proc/<pid>/exe, which the kernel answers for a same-user process without
+// CAP_SYS_PTRACE exactly when the target is dumpable (the same ptrace access check that guards
+// /proc/<pid>/mem, in its read mode, which Yama leaves alone); the control is an ordinary
+// process, probed the same way. As root, the server, the control and the probe all run
+// without CAP_SYS_PTRACE, the one capability that overrides the rule.
+func TestTheServeProcessIsNotDumpable(t *testing.T) {
+	wrapper := bbAsRootWithout(t, "-sys_ptrace", "every process may read every other's memory")
+	command := func(args ...string) *exec.Cmd {
+		argv := append(append([]string(nil), wrapper...), args...)
+		return exec.Command(argv[0], argv[1:]...)
+	}
+	probe := func(pid int) error {
+		out, err := command("readlink", "/proc/"+strconv.Itoa(pid)+"/exe").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+
+	control := command("sleep", "60")
+	if err := control.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = control.Process.Kill(); _ = control.Wait() }()
+	// Until the wrapper has executed sleep, the pid is the wrapper's, with all its privilege.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if exe, _ := os.Readlink("/proc/" + strconv.Itoa(control.Process.Pid) + "/exe"); filepath.Base(exe) == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the control process did not start sleep within 10 s")
+		}
+	}
+	if err := probe(control.Process.Pid); err != nil {
+		t.Fatalf("the probe fails on an ordinary process too (%v): it would prove nothing", err)
+	}
+
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Wrapper: wrapper})
+	if err := probe(p.PID()); err == nil {
+		t.Fatalf("a process of the same user passed the ptrace access check on serve (pid %d): serve is dumpable", p.PID())
 	}
 }

@@ -243,6 +243,10 @@ func (p *Process) Stop(t testing.TB) int {
 	return p.exit
 }
 
+// PID is the process id of the running serve (the wrapper's, which execs the binary, when the
+// capsule has one).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Stderr returns everything the process wrote to stderr so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
 

@@ -89,15 +89,33 @@ func provideIssuer(id Identity, key ports.InstanceKey) application.PeerIssuer {
 	return application.PeerIssuer{SessionID: id.SessionID, Key: key}
 }
 
-// provideTrace opens the trace; the unused *osfs.FS orders it after the workdir exists, since
-// the default trace path lies inside it.
-func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System, _ *osfs.FS) (*jsonl.File, func(), error) {
+// provideSessionDir creates (if missing) and holds the session's own directory,
+// <workdir>/.murmur/<session id>/, refusing one the agent could have planted
+// (docs/operator-guide.md, "Files resplane creates"); the trace, the control socket and the
+// spool are created through it. The unused *osfs.FS orders it after the workdir exists.
+func provideSessionDir(id Identity, p Paths, _ *osfs.FS) (*osfs.SessionDir, func(), error) {
+	dir, err := osfs.OpenSessionDir(p.Workdir, id.SessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dir, func() { _ = dir.Close() }, nil
+}
+
+// provideTrace opens the trace through the session directory. The unused controlListener
+// orders it after the control socket, so that a launch refused on the socket's path leaves no
+// trace file behind.
+func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System, dir *osfs.SessionDir, _ controlListener) (*jsonl.File, func(), error) {
+	f, err := dir.OpenTrace(p.TracePath)
+	if err != nil {
+		return nil, nil, err
+	}
 	sink, err := jsonl.Open(jsonl.Config{
-		Path: p.TracePath, SessionID: id.SessionID, Parent: id.TraceParent, Clock: clk,
+		File: f, SessionID: id.SessionID, Parent: id.TraceParent, Clock: clk,
 		Redact:  handle.Redact,
 		OnError: logTraceFailure(logger),
 	})
 	if err != nil {
+		_ = f.Close()
 		return nil, nil, err
 	}
 	return sink, func() { _ = sink.Close() }, nil
@@ -266,10 +284,14 @@ func provideControlServer(lim Limits, logger zerolog.Logger, api *control.API, r
 // controlListener is the bound control socket.
 type controlListener struct{ net.Listener }
 
-// provideControlListener binds the control socket after the trace is open, so that a launch
-// failing on either leaves the other's cleanup to run.
-func provideControlListener(p Paths, _ *jsonl.File) (controlListener, func(), error) {
-	ln, err := control.Listen(p.ControlPath)
+// provideControlListener binds the control socket through the session directory's descriptor
+// (or, for an explicit --control elsewhere, through its own directory's).
+func provideControlListener(p Paths, dir *osfs.SessionDir) (controlListener, func(), error) {
+	parent, err := dir.OpenDir(filepath.Dir(p.ControlPath))
+	if err != nil {
+		return controlListener{}, nil, err
+	}
+	ln, err := control.Listen(parent, filepath.Base(p.ControlPath))
 	if err != nil {
 		return controlListener{}, nil, err
 	}

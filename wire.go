@@ -40,6 +40,7 @@ var adapterSet = wire.NewSet(
 	wire.Bind(new(ports.InstanceKey), new(*keys.Random)),
 	wire.Struct(new(keys.RandomNonce)),
 	wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)),
+	provideSessionDir,
 	provideTrace,
 	wire.Bind(new(ports.TraceSink), new(*jsonl.File)),
 	provideCardFetcher,

@@ -45,14 +45,29 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	reader := application.NewReader(budget)
 	identity := l.Identity
 	system := &clock.System{}
-	file, cleanup2, err := provideTrace(identity, paths, logger, system, fs)
+	sessionDir, cleanup2, err := provideSessionDir(identity, paths, fs)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	files := provideFiles(manifest, session, fs, reader, file)
-	random, cleanup3, err := provideInstanceKey(manifest)
+	resplaneControlListener, cleanup3, err := provideControlListener(paths, sessionDir)
 	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	file, cleanup4, err := provideTrace(identity, paths, logger, system, sessionDir, resplaneControlListener)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	files := provideFiles(manifest, session, fs, reader, file)
+	random, cleanup5, err := provideInstanceKey(manifest)
+	if err != nil {
+		cleanup4()
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
@@ -73,8 +88,10 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	randomNonce := keys.RandomNonce{}
 	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, file)
 	redeemer := provideRedeemer(certPool)
-	inbox, cleanup4, err := provideInbox(manifest, paths, logger, fs)
+	inbox, cleanup6, err := provideInbox(manifest, paths, logger, fs)
 	if err != nil {
+		cleanup5()
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
@@ -82,16 +99,9 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	}
 	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, redeemer, inbox, file)
 	mode := l.Confine
-	resplaneControlListener, cleanup5, err := provideControlListener(paths, file)
-	if err != nil {
-		cleanup4()
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
 	result, err := provideConfinement(mode, manifest, paths, logger, fs, inbox, file, resplaneControlListener)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -104,6 +114,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	v := provideTools(api)
 	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, file, session, v, result)
 	return service, func() {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -213,7 +224,9 @@ var launchSet = wire.NewSet(wire.FieldsOf(new(Launch), "Manifest", "Identity", "
 
 // adapterSet provides the outbound adapters and binds each to the port it implements. This is
 // the one place where a concrete adapter meets its port.
-var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideBudget, wire.Bind(new(ports.ReadBudget), new(*budget.Budget)), provideInstanceKey, wire.Bind(new(ports.InstanceKey), new(*keys.Random)), wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideTrace, wire.Bind(new(ports.TraceSink), new(*jsonl.File)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)))
+var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideBudget, wire.Bind(new(ports.ReadBudget), new(*budget.Budget)), provideInstanceKey, wire.Bind(new(ports.InstanceKey), new(*keys.Random)), wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideSessionDir,
+	provideTrace, wire.Bind(new(ports.TraceSink), new(*jsonl.File)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
+)
 
 // applicationSet provides the use cases.
 var applicationSet = wire.NewSet(

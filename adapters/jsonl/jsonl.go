@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -23,9 +22,10 @@ import (
 
 // Config is what a File needs.
 type Config struct {
-	// Path is the trace file. Missing parent directories are created with mode 0700 and the
-	// file with mode 0600; an existing file is appended to.
-	Path string
+	// File is the trace file, opened for appending (O_APPEND) by the caller, who decides how
+	// it is reached (adapters/osfs, SessionDir.OpenTrace). The File takes it over and closes
+	// it on Close.
+	File *os.File
 	// SessionID is written on every line.
 	SessionID string
 	// Parent, when not empty, joins a session the runtime already started (--trace-parent):
@@ -89,19 +89,16 @@ type File struct {
 
 var _ ports.TraceSink = (*File)(nil)
 
-// Open opens (creating if needed) the trace file described by cfg.
+// Open returns the trace that appends to cfg.File. It fails without a file or a clock, and
+// then does not close the file.
 func Open(cfg Config) (*File, error) {
+	if cfg.File == nil {
+		return nil, errors.New("trace: no file given")
+	}
 	if cfg.Clock == nil {
 		return nil, errors.New("trace: no clock configured")
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o700); err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	f, err := os.OpenFile(cfg.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	t := &File{cfg: cfg, f: f}
+	t := &File{cfg: cfg, f: cfg.File}
 	if cfg.Parent != "" {
 		t.root = cfg.Parent
 	}

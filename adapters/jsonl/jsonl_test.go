@@ -49,7 +49,7 @@ func open(t *testing.T, mutate func(*Config)) (*File, *errorLog) {
 	t.Helper()
 	log := &errorLog{}
 	cfg := Config{
-		Path:      filepath.Join(t.TempDir(), "trace.jsonl"),
+		File:      appendTo(t, filepath.Join(t.TempDir(), "trace.jsonl")),
 		SessionID: "ses_test",
 		Clock:     fixedClock(testNow),
 		OnError:   log.add,
@@ -69,7 +69,7 @@ func open(t *testing.T, mutate func(*Config)) (*File, *errorLog) {
 // one.
 func lines(t *testing.T, f *File) []string {
 	t.Helper()
-	data, err := os.ReadFile(f.cfg.Path)
+	data, err := os.ReadFile(f.cfg.File.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,10 +248,22 @@ func TestRedactorSeesTheWholeLine(t *testing.T) {
 	decode(t, line)
 }
 
-func TestFileModesAndAppend(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "a", ".murmur", "ses_x")
-	path := filepath.Join(dir, "trace.jsonl")
-	f, err := Open(Config{Path: path, SessionID: "ses_x", Clock: fixedClock(testNow)})
+// appendTo opens path for appending, creating it, as the trace's opener does; the test closes
+// it if no File took it over.
+func appendTo(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+func TestReopeningAppendsAndCloseClosesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	file := appendTo(t, path)
+	f, err := Open(Config{File: file, SessionID: "ses_x", Clock: fixedClock(testNow)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,16 +271,11 @@ func TestFileModesAndAppend(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{dir, filepath.Dir(dir)} {
-		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o700 {
-			t.Errorf("directory %s: mode %v, %v; want 0700", p, fi.Mode().Perm(), err)
-		}
-	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("file mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	if _, err := file.Write([]byte("x")); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("the file is still open after Close: write = %v", err)
 	}
 
-	f, err = Open(Config{Path: path, SessionID: "ses_x", Clock: fixedClock(testNow)})
+	f, err = Open(Config{File: appendTo(t, path), SessionID: "ses_x", Clock: fixedClock(testNow)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,15 +326,11 @@ func TestConcurrentRecordsAreNeverInterleaved(t *testing.T) {
 	}
 }
 
-func TestOpenFailsWhenTheDirectoryCannotBeCreated(t *testing.T) {
-	parent := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(parent, nil, 0o600); err != nil {
-		t.Fatal(err)
+func TestOpenRefusesAMissingFileOrClock(t *testing.T) {
+	if _, err := Open(Config{Clock: fixedClock(testNow)}); err == nil {
+		t.Error("Open succeeded without a file")
 	}
-	if _, err := Open(Config{Path: filepath.Join(parent, "trace.jsonl"), Clock: fixedClock(testNow)}); err == nil {
-		t.Error("Open succeeded beneath a regular file")
-	}
-	if _, err := Open(Config{Path: filepath.Join(t.TempDir(), "trace.jsonl")}); err == nil {
+	if _, err := Open(Config{File: appendTo(t, filepath.Join(t.TempDir(), "trace.jsonl"))}); err == nil {
 		t.Error("Open succeeded without a clock")
 	}
 }
@@ -357,9 +360,13 @@ func TestFailuresAreReportedNotRaised(t *testing.T) {
 			t.Skip("no /dev/full")
 		}
 		log := &errorLog{}
-		f, err := Open(Config{Path: "/dev/full", Clock: fixedClock(testNow), OnError: log.add})
+		full, err := os.OpenFile("/dev/full", os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			t.Skipf("cannot open /dev/full: %v", err)
+		}
+		f, err := Open(Config{File: full, Clock: fixedClock(testNow), OnError: log.add})
+		if err != nil {
+			t.Fatal(err)
 		}
 		defer f.Close()
 		f.Start(trace.SessionStart{})
@@ -432,7 +439,11 @@ func counts(reports []*DroppedLines) []int {
 // count since the previous report, and the rest at Close.
 func TestAFullDiskCostsOneReportAMinute(t *testing.T) {
 	clk := &steppingClock{now: testNow}
-	f, log := open(t, func(c *Config) { c.Path = "/dev/full"; c.Clock = clk })
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatalf("this test needs /dev/full: %v", err)
+	}
+	f, log := open(t, func(c *Config) { c.File = full; c.Clock = clk })
 	record := func(n int) {
 		for range n {
 			f.Record(trace.ResourceRead{Path: "report.md"})

@@ -1,6 +1,8 @@
 // Package osfs serves export roots from the real filesystem (Linux only): it implements
 // ports.ExportFS, ports.PeerInbox (Inbox, the workdir's peer-in/ directory) and, for the launch
-// check, ports.RootLocator. The descriptor-based code lives in the *_linux.go files.
+// check, ports.RootLocator. It also holds the session's own directory, .murmur/<session id>/
+// (SessionDir, whose doc comment says what it guarantees). The descriptor-based code lives in
+// the *_linux.go files.
 //
 // An FS holds one descriptor of the workdir, opened by New, and resolves every name relative
 // to a descriptor it holds, never by reading a path string again. At every call the declared

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -79,10 +81,12 @@ func call(f clientFlags, method, route string, body any, whole bool, stdout, std
 const (
 	toolUsage = `Usage:
   resplane tool share-file --path P --peer ADDR [--ttl D] [--control PATH]
-  resplane tool fetch-peer-file --peer ADDR --handle H [--control PATH]
+  resplane tool fetch-peer-file --peer ADDR --handle - [--control PATH] < handle
 
 Calls an agent tool on a running service through its control socket (--control or
-RESPLANE_CONTROL). Run 'resplane tool <name> --help' for a tool's flags.
+RESPLANE_CONTROL). fetch-peer-file reads the handle from standard input (one line) when
+--handle is -: a handle on the command line is visible to every user of the host.
+Run 'resplane tool <name> --help' for a tool's flags.
 `
 	taskUsage = `Usage:
   resplane task end [--state completed|failed|cancelled] [--control PATH]
@@ -94,7 +98,7 @@ Tells a running service that a task reached a terminal state, advancing the gene
 // isHelp reports whether arg asks for help.
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
-func toolCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+func toolCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	if status, done := groupUsage(args, toolUsage, stdout, stderr); done {
 		return status
 	}
@@ -117,11 +121,16 @@ func toolCommand(args []string, stdout, stderr io.Writer, getenv func(string) st
 		required = []string{"path", "peer"}
 	case control.FetchPeerFileTool:
 		peer := f.String("peer", "", "the peer's address, host:port or an http(s) URL (required)")
-		token := f.String("handle", "", "the handle the peer sent (required)")
+		token := f.String("handle", "", "the handle the peer sent, or - to read it from standard input (required; "+
+			"use -: a handle on the command line is visible to every user of the host)")
 		if status, ok := f.parse(rest, stdout); !ok {
 			return status
 		}
-		input["peer"], input["handle"] = *peer, *token
+		handle, status, ok := handleArgument(*token, stdin, stderr)
+		if !ok {
+			return status
+		}
+		input["peer"], input["handle"] = *peer, handle
 		required = []string{"peer", "handle"}
 	default:
 		fmt.Fprintf(stderr, "resplane tool: unknown tool %q: use share-file or fetch-peer-file\n", name)
@@ -134,6 +143,38 @@ func toolCommand(args []string, stdout, stderr io.Writer, getenv func(string) st
 		}
 	}
 	return call(f, http.MethodPost, "/v1/tools/"+name, input, false, stdout, stderr)
+}
+
+// maxHandleLine bounds the line --handle - reads: the control API takes no larger body.
+const maxHandleLine = 64 << 10
+
+// handleArgument returns the handle --handle gave: read from stdin when it is "-" (one line,
+// without its line ending), else the argument itself, with a warning on stderr that never
+// repeats it. ok is false when the caller must return status.
+func handleArgument(arg string, stdin io.Reader, stderr io.Writer) (handle string, status int, ok bool) {
+	const name = "resplane tool " + control.FetchPeerFileTool
+	if arg != "-" {
+		if arg != "" {
+			fmt.Fprintf(stderr, "%s: warning: a handle on the command line can be read by every user of this host "+
+				"(/proc/<pid>/cmdline); pass --handle - and write the handle to standard input\n", name)
+		}
+		return arg, 0, true
+	}
+	line, err := bufio.NewReader(io.LimitReader(stdin, maxHandleLine+1)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		fmt.Fprintf(stderr, "%s: reading the handle from standard input: %v\n", name, err)
+		return "", exitFailure, false
+	}
+	if len(line) > maxHandleLine {
+		fmt.Fprintf(stderr, "%s: --handle -: the line on standard input is longer than %d bytes\n", name, maxHandleLine)
+		return "", exitUsage, false
+	}
+	line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+	if line == "" {
+		fmt.Fprintf(stderr, "%s: --handle -: standard input held no handle (one line expected)\n", name)
+		return "", exitUsage, false
+	}
+	return line, 0, true
 }
 
 func taskCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {

@@ -25,7 +25,7 @@ Usage:
   resplane serve --manifest PATH [flags]      run the service for one capsule session
   resplane check --manifest PATH [flags]      run the launch checks and print the grants
   resplane tool share-file --path P --peer ADDR [--ttl D] [--control PATH]
-  resplane tool fetch-peer-file --peer ADDR --handle H [--control PATH]
+  resplane tool fetch-peer-file --peer ADDR --handle - [--control PATH] < handle
   resplane task end [--state completed|failed|cancelled] [--control PATH]
   resplane status [--control PATH]
   resplane files ls URL [--json]
@@ -56,7 +56,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	case "check":
 		return checkCommand(rest, stdout, stderr, getenv)
 	case "tool":
-		return toolCommand(rest, stdout, stderr, getenv)
+		return toolCommand(rest, os.Stdin, stdout, stderr, getenv)
 	case "task":
 		return taskCommand(rest, stdout, stderr, getenv)
 	case "status":

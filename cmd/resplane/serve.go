@@ -15,11 +15,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
 
 	"github.com/resplane/resplane"
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/config"
 	"github.com/resplane/resplane/adapters/landlock"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/domain/audience"
 	"github.com/resplane/resplane/domain/diag"
@@ -101,6 +103,10 @@ func checkCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 }
 
 func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if err := makeUndumpable(); err != nil {
+		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
+		return exitFailure
+	}
 	settings, status, ok := loadSettings(config.Serve, args, stdout, stderr, getenv)
 	if !ok {
 		return status
@@ -167,7 +173,7 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintf(stderr, "resplane serve: --advertise-url %q gives no audience: it needs a host\n", advertise)
 		return exitUsage
 	}
-	sessionDir := filepath.Join(workdir, ".murmur", sessionID)
+	sessionDir := osfs.SessionDirPath(workdir, sessionID)
 	tracePath, err := absOr(settings.TracePath, filepath.Join(sessionDir, "trace.jsonl"))
 	if err != nil {
 		_ = ln.Close()
@@ -208,8 +214,11 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 
 	svc, cleanup, err := resplane.InitializeService(launch)
 	if err != nil {
+		// One plain line, like every other launch failure: it names what is wrong and, for a
+		// session path the service will not use, what to do (docs/operator-guide.md,
+		// "Exit statuses").
 		_ = ln.Close()
-		log.Error().Err(err).Msg("the service could not start")
+		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
 		return exitFailure
 	}
 	defer cleanup()
@@ -220,6 +229,17 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		return exitFailure
 	}
 	return exitOK
+}
+
+// makeUndumpable clears the process's dumpable flag, before anything else serve does: no core
+// dump is written, and no other process of the same user may read the process's memory
+// through /proc or ptrace, so neither can expose the instance key (docs/peer-plane.md, "The
+// minting key").
+func makeUndumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("cannot make the process non-dumpable (prctl PR_SET_DUMPABLE): %w", err)
+	}
+	return nil
 }
 
 // absOr returns value, or fallback when value is "", as an absolute path (not resolved

@@ -2,7 +2,6 @@ package blackbox_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -317,15 +316,8 @@ func TestRootRePointedOutsideTheWorkdirIsRefused(t *testing.T) {
 // permission denied on the open is 500
 // io_error (the message carries no path), and the listing silently leaves the file out.
 func TestUnreadableFileIsIOError(t *testing.T) {
-	var wrapper []string
-	if os.Geteuid() == 0 {
-		// Root reads through permission bits; run the server without the capabilities that let it.
-		setpriv, err := exec.LookPath("setpriv")
-		if err != nil {
-			t.Skip("running as root without setpriv (util-linux): permission denied cannot be provoked")
-		}
-		wrapper = []string{setpriv, "--bounding-set", "-dac_override,-dac_read_search"}
-	}
+	// Root reads through permission bits; run the server without the capabilities that let it.
+	wrapper := bbAsRootWithout(t, "-dac_override,-dac_read_search", "permission denied cannot be provoked")
 	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Wrapper: wrapper,
 		Files: fixture.Layout{"out/a.txt": bbInsideA, "out/locked.txt !": "locked"}})
 	s := bbSessionOf(t, p.Ready)

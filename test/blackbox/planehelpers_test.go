@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -279,3 +280,19 @@ func bbTree(t testing.TB, dir string) []string {
 
 // bbInt is n as the json.Number a UseNumber decoder yields.
 func bbInt(n int) json.Number { return json.Number(strconv.Itoa(n)) }
+
+// bbAsRootWithout returns, when the test runs as root, the harness.Capsule.Wrapper (or command
+// prefix) that runs a command without the capabilities caps (setpriv's --bounding-set syntax,
+// such as "-sys_ptrace"); as any other user, nil. Root without setpriv skips the test, saying
+// why the check cannot be made.
+func bbAsRootWithout(t *testing.T, caps, otherwise string) []string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("running as root without setpriv (util-linux): " + otherwise)
+	}
+	return []string{setpriv, "--bounding-set", caps}
+}

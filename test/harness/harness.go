@@ -277,6 +277,10 @@ func (p *Process) Kill(t testing.TB) {
 	}
 }
 
+// PID is the process id of the running serve (the wrapper's, which execs the binary, when the
+// capsule has one).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Stderr returns everything the process wrote to stderr so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
 
@@ -284,8 +288,15 @@ func (p *Process) Stderr() string { return p.stderr.String() }
 // status, stdout and stderr. A command still running after a minute fails the test.
 func RunCLI(t testing.TB, env []string, args ...string) (int, string, string) {
 	t.Helper()
+	return RunCLIWithInput(t, env, "", args...)
+}
+
+// RunCLIWithInput is RunCLI with stdin as the command's standard input.
+func RunCLIWithInput(t testing.TB, env []string, stdin string, args ...string) (int, string, string) {
+	t.Helper()
 	cmd := exec.Command(Binary(t), args...)
 	cmd.Env = append(cleanEnv(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

@@ -167,7 +167,7 @@ func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 			t.Fatalf("CLI share-file output %s", line)
 		}
 
-		code, out, errOut = cli(t, "tool", "fetch-peer-file", "--control", b.Ready.Control, "--peer", a.Ready.Listen, "--handle", m.Handle)
+		code, out, errOut = cliWithInput(t, m.Handle+"\n", "tool", "fetch-peer-file", "--control", b.Ready.Control, "--peer", a.Ready.Listen, "--handle", "-")
 		if code != 0 {
 			t.Fatalf("tool fetch-peer-file exit %d; stderr %s", code, errOut)
 		}
@@ -195,11 +195,11 @@ func TestPeerHandoffMintFetchRedeemEndToEnd(t *testing.T) {
 			code string
 		}{
 			{"share-file path escaping the root", []string{"tool", "share-file", "--control", a.Ready.Control, "--path", "../secret.md", "--peer", b.Ready.Listen}, "outside_root"},
-			{"fetch-peer-file peer not allowed", []string{"tool", "fetch-peer-file", "--control", b.Ready.Control, "--peer", "localhost:1", "--handle", m.Handle}, "peer_not_allowed"},
-			{"fetch-peer-file on the minter (undeclared)", []string{"tool", "fetch-peer-file", "--control", a.Ready.Control, "--peer", b.Ready.Listen, "--handle", m.Handle}, "unknown_tool"},
+			{"fetch-peer-file peer not allowed", []string{"tool", "fetch-peer-file", "--control", b.Ready.Control, "--peer", "localhost:1", "--handle", "-"}, "peer_not_allowed"},
+			{"fetch-peer-file on the minter (undeclared)", []string{"tool", "fetch-peer-file", "--control", a.Ready.Control, "--peer", b.Ready.Listen, "--handle", "-"}, "unknown_tool"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				code, out, errOut := cli(t, tc.args...)
+				code, out, errOut := cliWithInput(t, m.Handle+"\n", tc.args...)
 				if code != 1 || out != "" {
 					t.Fatalf("exit %d stdout %q, want exit 1 and nothing on stdout; stderr %s", code, out, errOut)
 				}

@@ -137,7 +137,13 @@ func start(t *testing.T, c harness.Capsule) *harness.Process {
 // cli runs the binary and registers its stderr for the leak scan.
 func cli(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	code, stdout, stderr := harness.RunCLI(t, nil, args...)
+	return cliWithInput(t, "", args...)
+}
+
+// cliWithInput is cli with stdin as the command's standard input.
+func cliWithInput(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	code, stdout, stderr := harness.RunCLIWithInput(t, nil, stdin, args...)
 	remember(source{"CLI stderr of " + strings.Join(args[:min(2, len(args))], " "), stderr})
 	return code, stdout, stderr
 }

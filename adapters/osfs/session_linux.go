@@ -1,0 +1,207 @@
+package osfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// sessionsDir is the directory, relative to the workdir, that holds each session's directory.
+const sessionsDir = ".murmur"
+
+// SessionDirPath returns where OpenSessionDir puts the directory of session sessionID:
+// <workdir>/.murmur/<session id>.
+func SessionDirPath(workdir, sessionID string) string {
+	return filepath.Join(workdir, sessionsDir, sessionID)
+}
+
+// SessionDir is one session's own directory, <workdir>/.murmur/<session id>/, held open: the
+// trace, the control socket and the spool are created through it. The agent owns the workdir
+// and the session id is public, so the agent can plant a symlink or a directory of its own
+// there before the service starts; a service that runs with more privilege than the agent
+// must not then write, bind or remove anything through them.
+//
+// What it guarantees:
+//
+//   - OpenSessionDir reaches the directory from one descriptor of the workdir, one component
+//     at a time: .murmur and then <session id> are each created with mkdirat (mode 0700) when
+//     missing and opened with openat(O_NOFOLLOW|O_DIRECTORY). If either is a symlink (to
+//     anywhere, inside the workdir included) or anything but a directory, it is refused and
+//     nothing is created through it.
+//   - The session directory must be owned by the process's effective uid and writable by
+//     nobody else: no group or other write bit (under an ACL that bit is the ACL's mask, so
+//     no named entry can write either). Otherwise it is refused. Another user, such as an
+//     agent running as its own uid, can therefore neither have put anything in it nor add
+//     anything later.
+//   - After OpenSessionDir every use goes through the held descriptor: renaming or replacing
+//     .murmur or the session directory afterwards redirects nothing.
+//   - OpenTrace never follows a symlink at the file's own name (O_NOFOLLOW), wherever the
+//     file is.
+//   - A refusal is an *UnsafeError that names the path, what is wrong with it and what to
+//     do. It is returned before anything is created through the refused path.
+//
+// What it does not guarantee:
+//
+//   - .murmur itself is not owner-checked. It lies in the agent's workdir, where the agent can
+//     rename anything; what the service relies on is the session directory it holds.
+//   - The checks stand between users, not within one: a process running as the service's own
+//     user can do whatever the service can, a hard link in the session directory included.
+//   - A directory given by path (OpenDir of anything but the session directory, for an
+//     explicit --trace or --control elsewhere) is the operator's choice: it is created (0700)
+//     and resolved by name, following symlinks. Only a file's own name is protected there.
+//   - The workdir itself is found by its path, as the operator gave it.
+//
+// A SessionDir is safe for concurrent use.
+type SessionDir struct {
+	dir *os.File // O_RDONLY|O_DIRECTORY|O_NOFOLLOW; its Name is the directory's path
+}
+
+// UnsafeError is a session path resplane refuses to use: a symlink, something other than
+// what it should be, or a directory another user owns or can write.
+type UnsafeError struct {
+	What    string // "the session directory", "the trace file", …
+	Path    string
+	Problem string // "is a symlink", …
+	Fix     string // what the operator should do
+}
+
+func (e *UnsafeError) Error() string {
+	return e.What + " " + e.Path + " " + e.Problem + "; " + e.Fix
+}
+
+// OpenSessionDir creates (if missing) and opens the directory of session sessionID in
+// workdir, which must exist. An error names the path; it is meant for the operator at
+// startup. It is an *UnsafeError when the path is not the service's own.
+func OpenSessionDir(workdir, sessionID string) (*SessionDir, error) {
+	return openSessionDir(workdir, sessionID, unix.Geteuid())
+}
+
+// openSessionDir is OpenSessionDir for a service running as uid.
+func openSessionDir(workdir, sessionID string, uid int) (*SessionDir, error) {
+	if sessionID == "" || sessionID == "." || sessionID == ".." || strings.ContainsAny(sessionID, "/\x00") {
+		return nil, fmt.Errorf("the session id %q cannot name a directory", sessionID)
+	}
+	wd, err := retry(func() (int, error) { return unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+	if err != nil {
+		return nil, fmt.Errorf("opening the workdir %s: %w", workdir, err)
+	}
+	defer unix.Close(wd)
+	parentPath := filepath.Join(workdir, sessionsDir)
+	parent, err := makeOpenDir(wd, sessionsDir, parentPath, "the directory of the session directories")
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(parent)
+	path := SessionDirPath(workdir, sessionID)
+	fd, err := makeOpenDir(parent, sessionID, path, "the session directory")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOwn(fd, path, uid); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return &SessionDir{dir: os.NewFile(uintptr(fd), path)}, nil
+}
+
+// removeIt is the advice for a planted entry.
+const removeIt = "resplane creates its session files only in a real directory it owns, reached without " +
+	"following a symlink: remove it (the agent may have planted it) and start again"
+
+// makeOpenDir creates the directory name in dirfd (mode 0700) unless it exists, and opens
+// it without following a symlink. what and path describe it in an error.
+func makeOpenDir(dirfd int, name, path, what string) (int, error) {
+	if err := retryErr(func() error { return unix.Mkdirat(dirfd, name, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, fmt.Errorf("creating %s %s: %w", what, path, err)
+	}
+	fd, err := retry(func() (int, error) {
+		return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+		// O_DIRECTORY reports a symlink as ENOTDIR; tell the two apart for the message.
+		problem := "is not a directory"
+		var st unix.Stat_t
+		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			problem = "is a symlink"
+		}
+		return -1, &UnsafeError{What: what, Path: path, Problem: problem, Fix: removeIt}
+	}
+	if err != nil {
+		return -1, fmt.Errorf("opening %s %s: %w", what, path, err)
+	}
+	return fd, nil
+}
+
+// checkOwn refuses the directory fd (at path) unless uid owns it and only uid can write it.
+func checkOwn(fd int, path string, uid int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("inspecting the session directory %s: %w", path, err)
+	}
+	if int(st.Uid) != uid {
+		return &UnsafeError{What: "the session directory", Path: path,
+			Problem: fmt.Sprintf("is owned by uid %d, not by uid %d that resplane runs as", st.Uid, uid),
+			Fix:     "another user could have put files in it: remove it, or start with another --session-id"}
+	}
+	if st.Mode&0o022 != 0 {
+		return &UnsafeError{What: "the session directory", Path: path,
+			Problem: fmt.Sprintf("is writable by group or others (mode %04o)", st.Mode&0o7777),
+			Fix:     "another user could add files to it: remove it or make it writable by its owner only (chmod go-w)"}
+	}
+	return nil
+}
+
+// Path is the session directory's absolute path (not resolved through symlinks).
+func (s *SessionDir) Path() string { return s.dir.Name() }
+
+// OpenDir returns a new descriptor of the directory at path, which the caller closes: a
+// duplicate of the held one when path is the session directory, else the directory at path,
+// created (mode 0700, with its parents) when missing and resolved by name.
+func (s *SessionDir) OpenDir(path string) (*os.File, error) {
+	if filepath.Clean(path) == s.Path() {
+		fd, err := unix.FcntlInt(s.dir.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("duplicating the session directory's descriptor: %w", err)
+		}
+		return os.NewFile(uintptr(fd), s.Path()), nil
+	}
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the directory %s: %w", path, err)
+	}
+	fd, err := retry(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+	if err != nil {
+		return nil, fmt.Errorf("opening the directory %s: %w", path, err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// OpenTrace opens the trace file at path for appending, creating it with mode 0600: through
+// the held descriptor when path lies directly in the session directory, else in its own
+// directory as OpenDir finds it. The file's own name is never followed: a symlink there is an
+// *UnsafeError.
+func (s *SessionDir) OpenTrace(path string) (*os.File, error) {
+	dir, err := s.OpenDir(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	name := filepath.Base(path)
+	fd, err := retry(func() (int, error) {
+		return unix.Openat(int(dir.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	})
+	if errors.Is(err, unix.ELOOP) {
+		return nil, &UnsafeError{What: "the trace file", Path: path, Problem: "is a symlink",
+			Fix: "resplane never writes its trace through a symlink: remove it (the agent may have planted it) and start again"}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening the trace file %s: %w", path, err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// Close releases the held descriptor.
+func (s *SessionDir) Close() error { return s.dir.Close() }

@@ -13,12 +13,14 @@ import (
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/control"
+	"github.com/resplane/resplane/adapters/fanout"
 	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
+	"github.com/resplane/resplane/adapters/prometheus"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
@@ -76,12 +78,15 @@ func provideIssuer(id Identity, key ports.InstanceKey) application.PeerIssuer {
 }
 
 // provideTrace opens the trace; the unused *osfs.FS orders it after the workdir exists, since
-// the default trace path lies inside it.
-func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System, _ *osfs.FS) (*jsonl.File, func(), error) {
+// the default trace path lies inside it. A line that cannot be written is logged and counted.
+func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System, metrics *prometheus.Metrics, _ *osfs.FS) (*jsonl.File, func(), error) {
 	sink, err := jsonl.Open(jsonl.Config{
 		Path: p.TracePath, SessionID: id.SessionID, Parent: id.TraceParent, Clock: clk,
-		Redact:  handle.Redact,
-		OnError: func(err error) { logger.Error().Err(err).Msg("a trace line could not be written") },
+		Redact: handle.Redact,
+		OnError: func(err error) {
+			metrics.TraceWriteFailed()
+			logger.Error().Err(err).Msg("a trace line could not be written")
+		},
 	})
 	if err != nil {
 		return nil, nil, err
@@ -163,13 +168,16 @@ func provideResourceListener(bound net.Listener) resourceListener {
 // control server.
 type resourceServer struct{ *http.Server }
 
-// provideResourceServer builds the hardened resource listener's server.
-func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi.Resources, requests *inflight) resourceServer {
+// provideResourceServer builds the hardened resource listener's server; with metrics on, it
+// times each request on a plane and counts the connections.
+func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi.Resources, requests *inflight,
+	metrics *prometheus.Metrics) resourceServer {
 	srv := &http.Server{
-		Handler: requests.track(httpapi.NewEcho(resources, logger)), BaseContext: requests.baseContext,
-		ErrorLog: log.New(logger, "", 0),
+		Handler:     requests.track(metrics.InstrumentRequests(httpapi.NewEcho(resources, logger), httpapi.PlaneOf)),
+		BaseContext: requests.baseContext, ErrorLog: log.New(logger, "", 0),
 	}
 	limits.Harden(srv, limits.Options{ReadHeaderTimeout: lim.ReadHeaderTimeout})
+	srv.ConnState = metrics.TrackConnections(srv.ConnState)
 	return resourceServer{srv}
 }
 
@@ -208,9 +216,9 @@ func provideControlListener(p Paths, _ *jsonl.File) (controlListener, func(), er
 // provideService takes the whole Launch: the service reports it, in the ready line and in
 // session_start.
 func provideService(l Launch, resource resourceServer, resourceLn resourceListener, ctl controlServer, ctlLn controlListener,
-	requests *inflight, sink *jsonl.File, session application.Session, tools []string) *Service {
+	requests *inflight, sink *fanout.Sink, session application.Session, tools []string, metrics metricsServer, ready *readiness) *Service {
 	return &Service{
 		launch: l, resource: resource.Server, resourceLn: resourceLn.Listener, control: ctl.Server, ctlLn: ctlLn.Listener,
-		requests: requests, trace: sink, session: session, tools: tools, log: l.Log,
+		requests: requests, trace: sink, session: session, tools: tools, log: l.Log, metrics: metrics, ready: ready,
 	}
 }

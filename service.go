@@ -12,13 +12,14 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/resplane/resplane/adapters/jsonl"
+	"github.com/resplane/resplane/adapters/fanout"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/trace"
 )
 
-// Service is one running capsule session: the resource listener, the control socket and the
-// trace. Run serves until its context ends, then shuts down gracefully.
+// Service is one running capsule session: the resource listener, the control socket, the
+// metrics listener when it is on, and the trace. Run serves until its context ends, then shuts
+// down gracefully.
 type Service struct {
 	launch     Launch
 	resource   *http.Server
@@ -26,10 +27,12 @@ type Service struct {
 	control    *http.Server
 	ctlLn      net.Listener
 	requests   *inflight
-	trace      *jsonl.File
+	trace      *fanout.Sink
 	session    application.Session
 	tools      []string
 	log        zerolog.Logger
+	metrics    metricsServer
+	ready      *readiness
 }
 
 // ReadyLine is the one JSON object serve prints on stdout once both listeners are up.
@@ -45,12 +48,16 @@ type ReadyLine struct {
 	Containment string   `json:"containment"`
 	Planes      []string `json:"planes"`
 	Tools       []string `json:"tools"`
+	// Metrics is the metrics listener's bound address, null when --metrics-listen is not given.
+	Metrics *string `json:"metrics"`
 }
 
-// Run writes session_start (unless joining a session), serves both listeners, prints the ready
+// Run writes session_start (unless joining a session), serves the listeners, prints the ready
 // line to stdout and blocks until ctx ends (a signal) or a listener fails. On ctx's end it
-// stops accepting, gives in-flight requests up to the shutdown grace to finish, cancels and
-// briefly waits for those that did not, and appends session_end. The returned error is nil after a graceful shutdown.
+// stops answering ready on /readyz and accepting on the resource listener and the control
+// socket, gives in-flight requests up to the shutdown grace to finish, cancels and briefly
+// waits for those that did not, appends session_end, and closes the metrics listener last.
+// The returned error is nil after a graceful shutdown.
 func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	l := s.launch
 	planes := declaredPlanes(l.Manifest)
@@ -58,14 +65,20 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		Capsule: l.Manifest.Name, Version: l.Manifest.Version, Containment: l.Containment.String(),
 		Planes: planes, Tools: s.tools, Workdir: l.Paths.Workdir,
 	})
-	failed := make(chan error, 2)
+	failed := make(chan error, 3)
 	go serve(s.resource, s.resourceLn, failed)
 	go serve(s.control, s.ctlLn, failed)
+	var metricsAddr *string
+	if s.metrics.srv != nil {
+		go serve(s.metrics.srv, s.metrics.ln, failed)
+		addr := s.metrics.ln.Addr().String()
+		metricsAddr = &addr
+	}
 
 	ready, err := json.Marshal(ReadyLine{
 		Event: "ready", SessionID: l.Identity.SessionID, Listen: l.Listener.Addr().String(), URL: l.Network.AdvertiseURL,
 		Audience: l.Network.Audience, Control: l.Paths.ControlPath, Trace: l.Paths.TracePath, Workdir: l.Paths.Workdir,
-		Containment: l.Containment.String(), Planes: planes, Tools: s.tools,
+		Containment: l.Containment.String(), Planes: planes, Tools: s.tools, Metrics: metricsAddr,
 	})
 	if err != nil {
 		return err
@@ -73,6 +86,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	if _, err := fmt.Fprintf(stdout, "%s\n", ready); err != nil {
 		return fmt.Errorf("writing the ready line: %w", err)
 	}
+	s.ready.Store(true)
 	s.log.Info().Str("listen", l.Listener.Addr().String()).Str("session_id", l.Identity.SessionID).Msg("serving")
 
 	select {
@@ -80,6 +94,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		return fmt.Errorf("a listener stopped: %w", err)
 	case <-ctx.Done():
 	}
+	s.ready.Store(false)
 	s.log.Info().Msg("shutting down")
 	grace, cancel := context.WithTimeout(context.Background(), l.Limits.ShutdownGrace)
 	defer cancel()
@@ -90,6 +105,14 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		s.log.Warn().Msg("cancelled requests did not return in time")
 	}
 	s.trace.End(trace.SessionEnd{Generation: s.session.Generation.Current(), Reason: "signal"})
+	if s.metrics.srv != nil {
+		// Last, so that a scrape during the shutdown still answers (and /readyz says 503).
+		scrapes, cancel := context.WithTimeout(context.Background(), abandonWait)
+		defer cancel()
+		if err := s.metrics.srv.Shutdown(scrapes); err != nil {
+			s.log.Warn().Err(err).Msg("the metrics listener did not close within the shutdown grace")
+		}
+	}
 	return nil
 }
 

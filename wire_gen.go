@@ -10,8 +10,8 @@ import (
 	"github.com/google/wire"
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
+	"github.com/resplane/resplane/adapters/fanout"
 	"github.com/resplane/resplane/adapters/httpapi"
-	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
@@ -22,7 +22,8 @@ import (
 // Injectors from wire.go:
 
 // InitializeService assembles the service for one launch. The cleanup closes the listeners,
-// removes the control socket, closes the trace and the workdir, and zeroes the instance key.
+// removes the control socket, drains the trace's other sinks and flushes the spans, closes the
+// trace and the workdir, and zeroes the instance key.
 func InitializeService(l Launch) (*Service, func(), error) {
 	limits := l.Limits
 	logger := l.Log
@@ -42,44 +43,22 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	reader := application.NewReader(budget)
 	identity := l.Identity
 	system := &clock.System{}
-	file, cleanup2, err := provideTrace(identity, paths, logger, system, fs)
+	observability := l.Observability
+	metrics := provideMetrics(observability, budget)
+	file, cleanup2, err := provideTrace(identity, paths, logger, system, metrics, fs)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	files := provideFiles(manifest, session, fs, reader, file)
-	random, cleanup3, err := provideInstanceKey(manifest)
+	sink, cleanup3, err := provideSpans(observability, identity, system, metrics, logger)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	peerIssuer := provideIssuer(identity, random)
-	redeem := provideRedeem(manifest, peerIssuer, session, fs, reader, system, file)
-	network := l.Network
-	agentCard := provideAgentCard(manifest, identity, network)
-	resources := httpapi.NewResources(files, redeem, agentCard)
-	resplaneInflight := newInflight()
-	resplaneResourceServer := provideResourceServer(limits, logger, resources, resplaneInflight)
-	listener := l.Listener
-	resplaneResourceListener := provideResourceListener(listener)
-	tasks := application.NewTasks(session)
-	certPool := network.PeerRoots
-	cardFetcher := provideCardFetcher(certPool)
-	randomNonce := keys.RandomNonce{}
-	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, file)
-	redeemer := provideRedeemer(certPool)
-	inbox, cleanup4, err := provideInbox(paths, fs)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, redeemer, inbox, file)
-	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger)
-	resplaneControlServer := provideControlServer(limits, logger, api, resplaneInflight)
-	resplaneControlListener, cleanup5, err := provideControlListener(paths, file)
+	fanoutSink, cleanup4 := provideTraceFanout(file, identity, system, metrics, sink, logger)
+	files := provideFiles(manifest, session, fs, reader, fanoutSink)
+	random, cleanup5, err := provideInstanceKey(manifest)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -87,9 +66,50 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	peerIssuer := provideIssuer(identity, random)
+	redeem := provideRedeem(manifest, peerIssuer, session, fs, reader, system, fanoutSink)
+	network := l.Network
+	agentCard := provideAgentCard(manifest, identity, network)
+	resources := httpapi.NewResources(files, redeem, agentCard)
+	resplaneInflight := newInflight()
+	resplaneResourceServer := provideResourceServer(limits, logger, resources, resplaneInflight, metrics)
+	listener := l.Listener
+	resplaneResourceListener := provideResourceListener(listener)
+	tasks := application.NewTasks(session)
+	certPool := network.PeerRoots
+	cardFetcher := provideCardFetcher(certPool)
+	randomNonce := keys.RandomNonce{}
+	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, fanoutSink)
+	redeemer := provideRedeemer(certPool)
+	inbox, cleanup6, err := provideInbox(paths, fs)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, redeemer, inbox, fanoutSink)
+	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger)
+	resplaneControlServer := provideControlServer(limits, logger, api, resplaneInflight)
+	resplaneControlListener, cleanup7, err := provideControlListener(paths, file)
+	if err != nil {
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	v := provideTools(api)
-	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, file, session, v)
+	resplaneReadiness := newReadiness()
+	resplaneMetricsServer := provideMetricsServer(observability, limits, metrics, resplaneReadiness, logger)
+	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, fanoutSink, session, v, resplaneMetricsServer, resplaneReadiness)
 	return service, func() {
+		cleanup7()
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -142,11 +162,17 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 // launchSet hands out the parts of a Launch, each as its own value, so that a provider names
 // the parts it uses rather than the whole Launch; the peer roots are handed out of the network
 // part the same way.
-var launchSet = wire.NewSet(wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log"), wire.FieldsOf(new(Network), "PeerRoots"))
+var launchSet = wire.NewSet(wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log",
+	"Observability"), wire.FieldsOf(new(Network), "PeerRoots"),
+)
 
 // adapterSet provides the outbound adapters and binds each to the port it implements. This is
 // the one place where a concrete adapter meets its port.
-var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideBudget, wire.Bind(new(ports.ReadBudget), new(*budget.Budget)), provideInstanceKey, wire.Bind(new(ports.InstanceKey), new(*keys.Random)), wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideTrace, wire.Bind(new(ports.TraceSink), new(*jsonl.File)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)))
+var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideBudget, wire.Bind(new(ports.ReadBudget), new(*budget.Budget)), provideInstanceKey, wire.Bind(new(ports.InstanceKey), new(*keys.Random)), wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideTrace,
+	provideMetrics,
+	provideSpans,
+	provideTraceFanout, wire.Bind(new(ports.TraceSink), new(*fanout.Sink)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
+)
 
 // applicationSet provides the use cases.
 var applicationSet = wire.NewSet(
@@ -163,8 +189,8 @@ var handlerSet = wire.NewSet(
 	provideAgentCard, httpapi.NewResources, provideControlAPI,
 )
 
-// edgeSet provides the inbound side: the handlers, the resource listener and the control
-// socket, and the service that runs them.
+// edgeSet provides the inbound side: the handlers, the resource listener, the control socket
+// and the metrics listener, and the service that runs them.
 var edgeSet = wire.NewSet(
 	handlerSet,
 	newInflight,
@@ -172,5 +198,7 @@ var edgeSet = wire.NewSet(
 	provideResourceServer,
 	provideControlServer,
 	provideControlListener,
+	newReadiness,
+	provideMetricsServer,
 	provideService,
 )

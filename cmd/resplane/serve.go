@@ -19,6 +19,7 @@ import (
 	"github.com/resplane/resplane"
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/config"
+	"github.com/resplane/resplane/adapters/otel"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/domain/audience"
 	"github.com/resplane/resplane/domain/diag"
@@ -114,6 +115,11 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintf(stderr, "resplane serve: --peer-ca: %v\n", err)
 		return exitUsage
 	}
+	otelEndpoint, err := otel.Endpoint(settings.OTelEndpoint, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
+		return exitUsage
+	}
 	m, warnings, d := config.LoadManifest(settings.Manifest)
 	if d != nil {
 		return refuseLaunch(stderr, d)
@@ -173,6 +179,15 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintf(stderr, "resplane serve: --control: %v\n", err)
 		return exitFailure
 	}
+	// The metrics listener too is bound before anything is created on disk.
+	var metricsLn net.Listener
+	if settings.MetricsListen != "" {
+		if metricsLn, err = net.Listen("tcp", settings.MetricsListen); err != nil {
+			_ = ln.Close()
+			fmt.Fprintf(stderr, "resplane serve: cannot listen on %s (--metrics-listen): %v\n", settings.MetricsListen, err)
+			return exitFailure
+		}
+	}
 	launch := resplane.Launch{
 		Manifest:    m,
 		Identity:    resplane.Identity{SessionID: sessionID, TraceParent: settings.TraceParent},
@@ -184,7 +199,8 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 			ReadBufferBudget: readBudget, FetchMaxBytes: settings.FetchMaxBytes.Int64(),
 			ReadHeaderTimeout: settings.ReadHeaderTimeout, ShutdownGrace: shutdownGrace,
 		},
-		Log: log,
+		Log:           log,
+		Observability: resplane.Observability{MetricsListener: metricsLn, OTelEndpoint: otelEndpoint},
 	}
 	for _, w := range warnings {
 		log.Warn().Str("code", string(w.Code)).Str("key", w.Key).Msg(w.Message)
@@ -193,6 +209,9 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 	svc, cleanup, err := resplane.InitializeService(launch)
 	if err != nil {
 		_ = ln.Close()
+		if metricsLn != nil {
+			_ = metricsLn.Close()
+		}
 		log.Error().Err(err).Msg("the service could not start")
 		return exitFailure
 	}

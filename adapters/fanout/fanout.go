@@ -1,27 +1,29 @@
 // Package fanout implements ports.TraceSink over several sinks: trace.jsonl, the record of
-// truth, first and synchronously, then every other sink (metrics, spans) through a bounded
-// queue of its own (docs/trace.md, "Other sinks").
+// truth, first and synchronously, then every other sink — spans through a bounded queue of
+// their own, counters in memory inline (docs/trace.md, "Other sinks").
 //
 // Guarantees:
 //
 //   - The primary sink is written first, on the recording goroutine, exactly as if it were the
 //     only sink: whatever the other sinks do, the record is never delayed beyond its own write,
 //     never reordered and never lost because of them.
-//   - Handing an event to another sink never blocks: it is put on that sink's queue, or, when the
-//     queue is full, dropped for that sink alone and reported to Config.OnDrop. A sink that
+//   - Handing an event to a queued sink never blocks: it is put on that sink's queue, or, when
+//     the queue is full, dropped for that sink alone and reported to Config.OnDrop. A sink that
 //     blocks fills its own queue and loses its own events; the request, the primary write and
-//     every other sink go on.
-//   - Each other sink receives its events in the order they were recorded, on one goroutine of
-//     its own, each as a trace.Stamped carrying the moment it was recorded.
+//     every other sink go on. An Inline sink is called on the recording goroutine instead; it
+//     must never block (Extra.Inline).
+//   - Each other sink receives its events in the order they were recorded, a queued sink on one
+//     goroutine of its own, each event as a trace.Stamped carrying the moment it was recorded.
 //   - A sink that panics loses that one event (reported to Config.OnFailure) and keeps receiving
 //     the next ones; the process goes on.
-//   - With no other sink there is no queue and no goroutine: Record is the primary's Record.
+//   - With no queued sink there is no queue and no goroutine; with no other sink at all, Record
+//     is the primary's Record.
 //
 // Non-guarantees:
 //
 //   - Another sink may lag behind the primary, and loses whatever is still queued when Close
 //     gives up waiting. Only the primary is the record.
-//   - Events recorded after Close reach the primary only.
+//   - Events recorded after Close reach the primary and the inline sinks only.
 package fanout
 
 import (
@@ -46,9 +48,13 @@ type Extra struct {
 	// Name names the sink in OnDrop and OnFailure, such as "prometheus" or "otel".
 	Name string
 	Sink ports.TraceSink
+	// Inline hands events to Sink on the recording goroutine, without a queue: only for a sink
+	// whose Record never blocks and costs no more than queueing would, such as counters in
+	// memory. Any other sink gets a queue and a goroutine of its own.
+	Inline bool
 }
 
-// DefaultQueueSize is how many events wait for one other sink before further events are
+// DefaultQueueSize is how many events wait for one queued sink before further events are
 // dropped for it: a few seconds of a busy plane, about 200 KiB of small event values.
 const DefaultQueueSize = 4096
 
@@ -56,7 +62,7 @@ const DefaultQueueSize = 4096
 type Config struct {
 	// Clock stamps each event with the moment it was recorded.
 	Clock ports.Clock
-	// QueueSize bounds each other sink's queue; zero or less means DefaultQueueSize.
+	// QueueSize bounds each queued sink's queue; zero or less means DefaultQueueSize.
 	QueueSize int
 	// Joined is true in a session joined with --trace-parent, where the primary writes no
 	// session_start or session_end: the other sinks then get neither.
@@ -64,8 +70,8 @@ type Config struct {
 	// OnDrop is called, on the recording goroutine, for each event dropped for a sink because
 	// its queue was full. It must not block. nil ignores drops.
 	OnDrop func(sink string)
-	// OnFailure is called, on the sink's goroutine, when a sink panicked on an event. nil
-	// ignores failures.
+	// OnFailure is called when a sink panicked on an event, on the goroutine that delivered it.
+	// nil ignores failures.
 	OnFailure func(sink string, err error)
 }
 
@@ -73,15 +79,14 @@ type Config struct {
 type Sink struct {
 	primary Primary
 	cfg     Config
-
-	mu     sync.RWMutex // held for reading while events are queued, for writing by Close
-	closed bool
-	queues []*queue
+	inline  []Extra
+	queues  []*queue
 }
 
 var _ ports.TraceSink = (*Sink)(nil)
 
-// New returns a fan-out over primary and extras, and starts one goroutine per extra.
+// New returns a fan-out over primary and extras, and starts one goroutine per extra that is
+// not Inline.
 func New(primary Primary, cfg Config, extras ...Extra) *Sink {
 	size := cfg.QueueSize
 	if size <= 0 {
@@ -89,14 +94,18 @@ func New(primary Primary, cfg Config, extras ...Extra) *Sink {
 	}
 	s := &Sink{primary: primary, cfg: cfg}
 	for _, extra := range extras {
-		q := &queue{Extra: extra, events: make(chan trace.Stamped, size), done: make(chan struct{}), onFailure: cfg.OnFailure}
+		if extra.Inline {
+			s.inline = append(s.inline, extra)
+			continue
+		}
+		q := &queue{Extra: extra, limit: size, wake: make(chan struct{}, 1), done: make(chan struct{}), onFailure: cfg.OnFailure}
 		go q.run()
 		s.queues = append(s.queues, q)
 	}
 	return s
 }
 
-// Record implements ports.TraceSink: the primary first, then every other sink's queue.
+// Record implements ports.TraceSink: the primary first, then every other sink.
 func (s *Sink) Record(e trace.Event) {
 	s.primary.Record(e)
 	s.handOn(e)
@@ -119,39 +128,28 @@ func (s *Sink) End(e trace.SessionEnd) {
 }
 
 func (s *Sink) handOn(e trace.Event) {
-	if len(s.queues) == 0 {
+	if len(s.inline) == 0 && len(s.queues) == 0 {
 		return
 	}
 	stamped := trace.Stamped{Event: e, At: s.cfg.Clock.Now()}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return
+	for _, extra := range s.inline {
+		deliver(extra, stamped, s.cfg.OnFailure)
 	}
 	for _, q := range s.queues {
-		select {
-		case q.events <- stamped:
-		default:
-			if s.cfg.OnDrop != nil {
-				s.cfg.OnDrop(q.Name)
-			}
+		if q.put(stamped) && s.cfg.OnDrop != nil {
+			s.cfg.OnDrop(q.Name)
 		}
 	}
 }
 
-// Close stops handing events on and waits until every other sink has received what is queued
-// for it, or until ctx is done. It returns the names of the sinks that had not caught up by
-// then (their remaining events are lost), and is safe to call more than once. It does not close
-// the sinks themselves.
+// Close stops handing events to the queued sinks and waits until each has received what is
+// queued for it, or until ctx is done. It returns the names of the sinks that had not caught
+// up by then (their remaining events are lost), and is safe to call more than once. It does
+// not close the sinks themselves; inline sinks go on receiving events.
 func (s *Sink) Close(ctx context.Context) []string {
-	s.mu.Lock()
-	if !s.closed {
-		s.closed = true
-		for _, q := range s.queues {
-			close(q.events)
-		}
+	for _, q := range s.queues {
+		q.close()
 	}
-	s.mu.Unlock()
 	var behind []string
 	for _, q := range s.queues {
 		select {
@@ -163,26 +161,83 @@ func (s *Sink) Close(ctx context.Context) []string {
 	return behind
 }
 
-// queue feeds one other sink from its own goroutine.
-type queue struct {
-	Extra
-	events    chan trace.Stamped
-	done      chan struct{}
-	onFailure func(string, error)
+// deliver hands e to extra's sink, turning a panic into a reported failure.
+func deliver(extra Extra, e trace.Stamped, onFailure func(string, error)) {
+	defer func() {
+		if r := recover(); r != nil && onFailure != nil {
+			onFailure(extra.Name, fmt.Errorf("the %s sink panicked on a %s event: %v", extra.Name, e.Type(), r))
+		}
+	}()
+	extra.Sink.Record(e)
 }
 
-func (q *queue) run() {
-	defer close(q.done)
-	for e := range q.events {
-		q.deliver(e)
+// queue feeds one sink from its own goroutine. Events wait in pending, at most limit of them;
+// the goroutine takes all that wait at once, so a busy plane costs one wake-up per batch, not
+// one per event.
+type queue struct {
+	Extra
+	limit     int
+	wake      chan struct{} // holds a token while pending may be non-empty
+	done      chan struct{} // closed when run returns
+	onFailure func(string, error)
+
+	mu      sync.Mutex
+	pending []trace.Stamped
+	closed  bool
+}
+
+// put queues e and reports whether it was dropped because the queue was full. After close it
+// queues nothing and reports no drop.
+func (q *queue) put(e trace.Stamped) (dropped bool) {
+	q.mu.Lock()
+	switch {
+	case q.closed:
+		q.mu.Unlock()
+		return false
+	case len(q.pending) >= q.limit:
+		q.mu.Unlock()
+		return true
+	}
+	q.pending = append(q.pending, e)
+	q.mu.Unlock()
+	q.signal()
+	return false
+}
+
+func (q *queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default: // a token is already there
 	}
 }
 
-func (q *queue) deliver(e trace.Stamped) {
-	defer func() {
-		if r := recover(); r != nil && q.onFailure != nil {
-			q.onFailure(q.Name, fmt.Errorf("the %s sink panicked on a %s event: %v", q.Name, e.Type(), r))
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+// run delivers batches until the queue is closed and empty.
+func (q *queue) run() {
+	defer close(q.done)
+	var batch []trace.Stamped
+	for {
+		q.mu.Lock()
+		for len(q.pending) == 0 && !q.closed {
+			q.mu.Unlock()
+			<-q.wake
+			q.mu.Lock()
 		}
-	}()
-	q.Sink.Record(e)
+		if len(q.pending) == 0 {
+			q.mu.Unlock()
+			return
+		}
+		batch, q.pending = q.pending, batch[:0]
+		q.mu.Unlock()
+		for _, e := range batch {
+			deliver(q.Extra, e, q.onFailure)
+		}
+		clear(batch) // keep no event alive in the spare buffer
+	}
 }

@@ -102,7 +102,7 @@ func paths(events []trace.Event) []string {
 
 func TestEverySinkGetsEveryEventInOrderAndTheOthersGetTheRecordedMoment(t *testing.T) {
 	p, metrics, spans := &primary{}, &memtrace.Recorder{}, &memtrace.Recorder{}
-	s := New(p, config(), Extra{"metrics", metrics}, Extra{"spans", spans})
+	s := New(p, config(), Extra{Name: "metrics", Sink: metrics}, Extra{Name: "spans", Sink: spans})
 	want := []string{"a.txt", "b.txt", "c.txt"}
 	for _, path := range want {
 		s.Record(read(path))
@@ -134,7 +134,7 @@ func TestTraceJSONLKeepsBeingWrittenWhileAnotherSinkBlocks(t *testing.T) {
 	stuck, dropped := newBlocking(), &drops{}
 	cfg := config()
 	cfg.QueueSize, cfg.OnDrop = 2, dropped.add
-	s := New(file, cfg, Extra{"stuck", stuck})
+	s := New(file, cfg, Extra{Name: "stuck", Sink: stuck})
 
 	s.Record(read("first.txt"))
 	<-stuck.entered // the sink now holds the first event and never returns
@@ -180,7 +180,7 @@ func TestASinkThatPanicsLosesThatEventOnly(t *testing.T) {
 		defer mu.Unlock()
 		failures = append(failures, err)
 	}
-	s := New(p, cfg, Extra{"broken", broken}, Extra{"healthy", healthy})
+	s := New(p, cfg, Extra{Name: "broken", Sink: broken}, Extra{Name: "healthy", Sink: healthy})
 	s.Record(read("ok.txt"))
 	s.Record(trace.ResourceRead{Path: "refused.txt", Err: refusal.New(refusal.NotFound)})
 	s.Record(read("after.txt"))
@@ -213,7 +213,7 @@ func TestSessionLinesAreHandedOnOnlyWhenThePrimaryWritesThem(t *testing.T) {
 			other := &memtrace.Recorder{}
 			cfg := config()
 			cfg.Joined = tc.joined
-			s := New(&primary{}, cfg, Extra{"other", other})
+			s := New(&primary{}, cfg, Extra{Name: "other", Sink: other})
 			s.Start(trace.SessionStart{Capsule: "reporter"})
 			s.Record(read("a.txt"))
 			s.End(trace.SessionEnd{Reason: "signal"})
@@ -229,33 +229,70 @@ func TestSessionLinesAreHandedOnOnlyWhenThePrimaryWritesThem(t *testing.T) {
 	}
 }
 
-func TestAfterCloseOnlyThePrimaryIsWritten(t *testing.T) {
-	p, other := &primary{}, &memtrace.Recorder{}
-	s := New(p, config(), Extra{"other", other})
+func TestAfterCloseAQueuedSinkGetsNothingMore(t *testing.T) {
+	p, queued, inline, dropped := &primary{}, &memtrace.Recorder{}, &memtrace.Recorder{}, &drops{}
+	cfg := config()
+	cfg.OnDrop = dropped.add
+	s := New(p, cfg, Extra{Name: "queued", Sink: queued}, Extra{Name: "inline", Sink: inline, Inline: true})
 	s.Record(read("before.txt"))
 	closeAll(t, s)
 	closeAll(t, s) // a second Close is harmless
 	s.Record(read("after.txt"))
-	if got := strings.Join(paths(p.Events()), ","); got != "before.txt,after.txt" {
-		t.Errorf("primary got %q", got)
+	for name, tc := range map[string]struct {
+		got  []trace.Event
+		want string
+	}{"primary": {p.Events(), "before.txt,after.txt"}, "inline": {inline.Events(), "before.txt,after.txt"}, "queued": {queued.Events(), "before.txt"}} {
+		if got := strings.Join(paths(tc.got), ","); got != tc.want {
+			t.Errorf("the %s sink got %q, want %q", name, got, tc.want)
+		}
 	}
-	if got := strings.Join(paths(other.Events()), ","); got != "before.txt" {
-		t.Errorf("the other sink got %q after Close", got)
+	if dropped.of("queued") != 0 {
+		t.Error("an event recorded after Close was counted as dropped")
 	}
 }
 
-func TestWithoutOtherSinksThereIsNoGoroutine(t *testing.T) {
-	before := runtime.NumGoroutine()
-	p := &primary{}
-	s := New(p, config())
+func TestWithoutQueuedSinksThereIsNoGoroutine(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		extras []Extra
+	}{
+		{"no other sink", nil},
+		{"an inline sink only", []Extra{{Name: "counters", Sink: &memtrace.Recorder{}, Inline: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			p := &primary{}
+			s := New(p, config(), tc.extras...)
+			s.Record(read("a.txt"))
+			if after := runtime.NumGoroutine(); after != before {
+				t.Errorf("%d goroutines after New, %d before", after, before)
+			}
+			if behind := s.Close(context.Background()); len(behind) != 0 {
+				t.Errorf("Close reported %q behind", behind)
+			}
+			if len(p.Events()) != 1 {
+				t.Errorf("the primary got %d events, want 1", len(p.Events()))
+			}
+		})
+	}
+}
+
+func TestAnInlineSinkGetsTheEventBeforeRecordReturns(t *testing.T) {
+	p, counters, broken := &primary{}, &memtrace.Recorder{}, &panicking{}
+	failures := 0
+	cfg := config()
+	cfg.OnFailure = func(string, error) { failures++ }
+	s := New(p, cfg, Extra{Name: "counters", Sink: counters, Inline: true}, Extra{Name: "broken", Sink: broken, Inline: true})
 	s.Record(read("a.txt"))
-	if after := runtime.NumGoroutine(); after != before {
-		t.Errorf("%d goroutines after New without other sinks, %d before", after, before)
+	if got := paths(counters.Events()); len(got) != 1 {
+		t.Fatalf("the inline sink has %q once Record returned, want the event", got)
 	}
-	if behind := s.Close(context.Background()); len(behind) != 0 {
-		t.Errorf("Close reported %q behind", behind)
+	if stamped, ok := counters.Events()[0].(trace.Stamped); !ok || !stamped.At.Equal(recordedAt) {
+		t.Errorf("the inline sink got %#v, want a trace.Stamped at %v", counters.Events()[0], recordedAt)
 	}
-	if len(p.Events()) != 1 {
-		t.Errorf("the primary got %d events, want 1", len(p.Events()))
+	s.Record(trace.ResourceRead{Path: "refused.txt", Err: refusal.New(refusal.NotFound)})
+	if failures != 1 || len(p.Events()) != 2 || len(counters.Events()) != 2 {
+		t.Errorf("after an inline sink panicked: %d failures, primary %d, other inline sink %d events; want 1, 2, 2",
+			failures, len(p.Events()), len(counters.Events()))
 	}
 }

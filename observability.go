@@ -81,14 +81,15 @@ func provideSpans(o Observability, id Identity, clk *clock.System, metrics *prom
 	}, nil
 }
 
-// provideTraceFanout puts trace.jsonl first and hands every event on to the metrics and the
-// span exporter, whichever are on. The cleanup waits up to sinkDrainWait for them to catch up
+// provideTraceFanout puts trace.jsonl first and hands every event on to the metrics (inline)
+// and the span exporter (through a queue), whichever are on. The cleanup waits up to sinkDrainWait for them to catch up
 // and logs how many events they lost.
 func provideTraceFanout(file *jsonl.File, id Identity, clk *clock.System, metrics *prometheus.Metrics, spans *otel.Sink,
 	logger zerolog.Logger) (*fanout.Sink, func()) {
 	var extras []fanout.Extra
 	if metrics != nil {
-		extras = append(extras, fanout.Extra{Name: sinkPrometheus, Sink: metrics})
+		// Counters in memory, updated without waiting on a scrape: inline, no queue.
+		extras = append(extras, fanout.Extra{Name: sinkPrometheus, Sink: metrics, Inline: true})
 	}
 	if spans != nil {
 		extras = append(extras, fanout.Extra{Name: sinkOTel, Sink: spans})

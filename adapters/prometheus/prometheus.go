@@ -15,14 +15,15 @@
 //     never becomes a label value of its own); tool is share-file or fetch-peer-file. No path,
 //     handle, handle id, audience or session id is ever a label value, so nothing an event
 //     carries can grow the number of series or leak a token.
-//   - Record and every hook only update counters, gauges and histograms: they never block on a
-//     scrape and never fail.
+//   - Record and every hook only update counters, gauges and histograms in memory: they never
+//     block on a scrape and never fail, so the fan-out calls Record inline, on the request's
+//     goroutine (adapters/fanout, Extra.Inline).
 //   - A nil *Metrics is valid and records nothing; its hooks hand back what they were given.
 //
 // Non-guarantees:
 //
-//   - A counter fed by events lags the trace by the fan-out's queue, and loses the events the
-//     fan-out dropped (counted in resplane_trace_sink_dropped_events_total).
+//   - A counter fed by events counts it just after trace.jsonl records it, not atomically with
+//     it: a scrape between the two sees the line without the count.
 //   - Requests that no trace event records (the agent card, unknown routes, refusals before
 //     a plane's trace point) are not in resplane_requests_total; the duration histogram times
 //     every request on a plane's route.

@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-logr/logr/funcr"
@@ -92,6 +93,7 @@ type Sink struct {
 	tracer    oteltrace.Tracer
 	clock     ports.Clock
 	sessionID attribute.KeyValue
+	attrs     sync.Pool // of *[]attribute.KeyValue, one span's attributes while they are built
 }
 
 var _ ports.TraceSink = (*Sink)(nil)
@@ -139,6 +141,7 @@ func newSink(provider *sdktrace.TracerProvider, cfg Config) *Sink {
 		tracer:    provider.Tracer(instrumentation),
 		clock:     cfg.Clock,
 		sessionID: attribute.String(AttributePrefix+"session_id", clean(cfg.SessionID)),
+		attrs:     sync.Pool{New: func() any { return new([]attribute.KeyValue) }},
 	}
 }
 
@@ -151,14 +154,23 @@ var spanKinds = map[string]oteltrace.SpanKind{
 	trace.PeerFileFetch{}.Type():    oteltrace.SpanKindClient,
 }
 
-// Record implements ports.TraceSink: one span for e, ended at once.
+// Record implements ports.TraceSink: one span for e, ended at once. The span is started
+// before its attributes are built, so a span the sampler (OTEL_TRACES_SAMPLER) leaves out
+// costs next to nothing.
 func (s *Sink) Record(e trace.Event) {
 	e, at := trace.Unstamp(e, s.clock.Now)
-	fields := e.Fields()
-	attrs := make([]attribute.KeyValue, 0, len(fields)+1)
-	attrs = append(attrs, s.sessionID)
+	kind, ok := spanKinds[e.Type()]
+	if !ok {
+		kind = oteltrace.SpanKindInternal
+	}
+	_, span := s.tracer.Start(context.Background(), e.Type(), oteltrace.WithTimestamp(at), oteltrace.WithSpanKind(kind))
+	if !span.IsRecording() {
+		return
+	}
+	scratch := s.attrs.Get().(*[]attribute.KeyValue)
+	attrs := append((*scratch)[:0], s.sessionID)
 	failed := ""
-	for _, f := range fields {
+	for _, f := range e.Fields() {
 		if kv, ok := attributeOf(f); ok {
 			attrs = append(attrs, kv)
 		}
@@ -166,12 +178,10 @@ func (s *Sink) Record(e trace.Event) {
 			failed = outcome
 		}
 	}
-	kind, ok := spanKinds[e.Type()]
-	if !ok {
-		kind = oteltrace.SpanKindInternal
-	}
-	_, span := s.tracer.Start(context.Background(), e.Type(),
-		oteltrace.WithTimestamp(at), oteltrace.WithSpanKind(kind), oteltrace.WithAttributes(attrs...))
+	span.SetAttributes(attrs...) // copied by the span
+	clear(attrs)
+	*scratch = attrs
+	s.attrs.Put(scratch)
 	if failed != "" {
 		span.SetStatus(codes.Error, clean(failed))
 	}
@@ -181,28 +191,45 @@ func (s *Sink) Record(e trace.Event) {
 // Shutdown exports the spans still queued and stops the exporter, giving up when ctx is done.
 func (s *Sink) Shutdown(ctx context.Context) error { return s.provider.Shutdown(ctx) }
 
+// attributeKeys holds the attribute key of every field the events have, made once.
+var attributeKeys = func() map[string]attribute.Key {
+	keys := map[string]attribute.Key{}
+	for _, e := range []trace.Event{
+		trace.SessionStart{}, trace.SessionEnd{}, trace.ResourceList{}, trace.ResourceRead{},
+		trace.PeerHandleMint{}, trace.PeerHandleRedeem{}, trace.PeerFileFetch{},
+	} {
+		for _, f := range e.Fields() {
+			keys[f.Key] = attribute.Key(AttributePrefix + f.Key)
+		}
+	}
+	return keys
+}()
+
 // attributeOf is field f as an attribute: its key under AttributePrefix, strings cleaned; a
 // null field has no attribute.
 func attributeOf(f trace.Field) (attribute.KeyValue, bool) {
-	key := AttributePrefix + f.Key
+	key, ok := attributeKeys[f.Key]
+	if !ok {
+		key = attribute.Key(AttributePrefix + f.Key)
+	}
 	switch v := f.Value.(type) {
 	case string:
-		return attribute.String(key, clean(v)), true
+		return key.String(clean(v)), true
 	case int64:
-		return attribute.Int64(key, v), true
+		return key.Int64(v), true
 	case uint64:
 		if v > math.MaxInt64 {
-			return attribute.String(key, fmt.Sprint(v)), true
+			return key.String(fmt.Sprint(v)), true
 		}
-		return attribute.Int64(key, int64(v)), true
+		return key.Int64(int64(v)), true
 	case bool:
-		return attribute.Bool(key, v), true
+		return key.Bool(v), true
 	case []string:
 		cleaned := make([]string, len(v))
 		for i, s := range v {
 			cleaned[i] = clean(s)
 		}
-		return attribute.StringSlice(key, cleaned), true
+		return key.StringSlice(cleaned), true
 	default: // nil: the field is null
 		return attribute.KeyValue{}, false
 	}

@@ -245,6 +245,9 @@ func (p *Process) Stop(t testing.TB) int {
 	return p.exit
 }
 
+// Pid is the process's id, for reading what it uses from /proc.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Stderr returns everything the process wrote to stderr so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
 

@@ -41,8 +41,9 @@ const (
 	metricsMaxConns = 16
 	// metricsWriteTimeout bounds writing one answer on the metrics listener.
 	metricsWriteTimeout = 30 * time.Second
-	// metricsMaxHeaderBytes bounds a request's header block on the metrics listener.
-	metricsMaxHeaderBytes = 8 << 10
+	// metricsMaxHeaderBytes bounds a request's header block on the metrics listener to 8 KiB,
+	// net/http's 4 KiB of slack included.
+	metricsMaxHeaderBytes = 8<<10 - 4096
 )
 
 // provideMetrics builds the metrics when --metrics-listen is given, and watches the read

@@ -1,11 +1,7 @@
 package httpapi
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"net/http"
-	"strconv"
 	"testing"
 
 	"github.com/resplane/resplane/domain/refusal"
@@ -21,42 +17,19 @@ var notOnTheListener = map[refusal.Code]bool{
 	refusal.UnknownTool:     true,
 }
 
-// declaredCodes reads every constant of type Code that domain/refusal declares, so that a
-// code added there without a status here fails this test.
-func declaredCodes(t *testing.T) map[refusal.Code]bool {
-	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), "../../domain/refusal/refusal.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+// declaredCodes is every code domain/refusal declares (refusal.Codes, which that package's
+// tests keep equal to its Code constants), so that a code added there without a status here
+// fails this test.
+func declaredCodes() map[refusal.Code]bool {
 	codes := map[refusal.Code]bool{}
-	for _, decl := range file.Decls {
-		gen, ok := decl.(*ast.GenDecl)
-		if !ok || gen.Tok != token.CONST {
-			continue
-		}
-		for _, s := range gen.Specs {
-			spec := s.(*ast.ValueSpec)
-			if typ, ok := spec.Type.(*ast.Ident); !ok || typ.Name != "Code" {
-				continue
-			}
-			for _, v := range spec.Values {
-				value, err := strconv.Unquote(v.(*ast.BasicLit).Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				codes[refusal.Code(value)] = true
-			}
-		}
-	}
-	if len(codes) == 0 {
-		t.Fatal("no refusal codes found in domain/refusal")
+	for _, c := range refusal.Codes() {
+		codes[c] = true
 	}
 	return codes
 }
 
 func TestEveryRefusalCodeHasExactlyOneListenerStatus(t *testing.T) {
-	declared := declaredCodes(t)
+	declared := declaredCodes()
 	for code := range declared {
 		status, mapped := statusOf[code]
 		switch {

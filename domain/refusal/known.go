@@ -14,3 +14,7 @@ var declared = []Code{
 
 // Known reports whether c is one of the codes declared in this package.
 func Known(c Code) bool { return slices.Contains(declared, c) }
+
+// Codes returns every code declared in this package, for a test elsewhere that must cover each
+// of them (such as the HTTP edge's table from code to status).
+func Codes() []Code { return slices.Clone(declared) }

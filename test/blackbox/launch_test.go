@@ -428,6 +428,7 @@ func TestUsageErrorsExitTwoBeforeAnyManifestCheck(t *testing.T) {
 // TestPortInUseExitsOneAndCreatesNothing pins docs/operator-guide.md, "Exit statuses": the TCP
 // listener is bound before
 // anything is created on disk, so a port in use is exit 1 with no workdir, trace or socket.
+// The metrics listener too.
 func TestPortInUseExitsOneAndCreatesNothing(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -439,6 +440,8 @@ func TestPortInUseExitsOneAndCreatesNothing(t *testing.T) {
 	for name, args := range map[string][]string{
 		"explicit paths": {"--workdir", dir + "/wd", "--trace", dir + "/tr/t.jsonl", "--control", dir + "/ctl/c.sock"},
 		"default paths":  nil,
+		// The last --listen wins: the resource port is free, the metrics port is the one in use.
+		"metrics port": {"--listen", "127.0.0.1:0", "--metrics-listen", ln.Addr().String()},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := harness.RunCLI(t, nil, append([]string{"serve", "--manifest", manifest, "--listen", ln.Addr().String()}, args...)...)
@@ -447,6 +450,9 @@ func TestPortInUseExitsOneAndCreatesNothing(t *testing.T) {
 			}
 			if stdout != "" || stderr == "" {
 				t.Errorf("stdout %q (want none), stderr %q (want a reason)", stdout, stderr)
+			}
+			if slices.Contains(args, "--metrics-listen") != strings.Contains(stderr, "--metrics-listen") {
+				t.Errorf("stderr %q does not name the listener that could not bind", stderr)
 			}
 			if after := bbTree(t, dir); !slices.Equal(before, after) {
 				t.Errorf("created %v", after)

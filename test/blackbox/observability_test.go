@@ -358,24 +358,3 @@ func TestACollectorThatIsDownNeverFailsARequestOrTheTrace(t *testing.T) {
 		t.Fatalf("the trace holds %d reads, want %d", reads, requests)
 	}
 }
-
-// TestMetricsPortInUseExitsOneAndCreatesNothing pins docs/operator-guide.md ("Exit
-// statuses"): the metrics listener is bound before anything is created on disk, so a port in
-// use is exit 1 with no workdir, trace or socket, and the resource port is free again.
-func TestMetricsPortInUseExitsOneAndCreatesNothing(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", ""), nil)
-	before := bbTree(t, dir)
-	code, stdout, stderr := harness.RunCLI(t, nil, "serve", "--manifest", manifest, "--listen", "127.0.0.1:0",
-		"--metrics-listen", taken.Addr().String())
-	if code != 1 || stdout != "" || !strings.Contains(stderr, "--metrics-listen") {
-		t.Fatalf("exit %d, stdout %q, stderr %q; want 1, nothing, and a line naming --metrics-listen", code, stdout, stderr)
-	}
-	if after := bbTree(t, dir); !slices.Equal(before, after) {
-		t.Errorf("created %v", after)
-	}
-}

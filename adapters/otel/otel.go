@@ -24,7 +24,8 @@
 //   - The standard OTEL_* variables the SDK reads are honoured: OTEL_SERVICE_NAME and
 //     OTEL_RESOURCE_ATTRIBUTES (the resource's service.name is resplane otherwise),
 //     OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION, _CERTIFICATE and their TRACES_
-//     forms, OTEL_BSP_*, OTEL_TRACES_SAMPLER. The endpoint is resolved by Endpoint.
+//     forms, OTEL_BSP_*, OTEL_TRACES_SAMPLER. The endpoint is resolved by Endpoint. A
+//     malformed OTEL_RESOURCE_ATTRIBUTES entry is reported to Config.OnError and left out.
 //   - Shutdown exports what is queued, within its context's deadline.
 //
 // Non-guarantees:
@@ -124,7 +125,10 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, which win
 		resource.WithTelemetrySDK(),
 	)
-	if err != nil {
+	switch {
+	case errors.Is(err, resource.ErrPartialResource):
+		onError(fmt.Errorf("otel: the resource: %w", err)) // a malformed OTEL_RESOURCE_ATTRIBUTES entry is left out
+	case err != nil:
 		return nil, fmt.Errorf("otel: the resource: %w", err)
 	}
 	provider := sdktrace.NewTracerProvider(

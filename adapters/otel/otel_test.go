@@ -285,3 +285,24 @@ func TestSpansACollectorRefusesAreReportedUndelivered(t *testing.T) {
 		t.Fatalf("%d spans reported undelivered, want 3", got)
 	}
 }
+
+func TestAMalformedResourceVariableIsReportedAndLeftOut(t *testing.T) {
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "team=agents,no-equals-sign")
+	receiver := harness.NewOTLPReceiver(t)
+	var reported []error
+	sink, err := New(context.Background(), Config{
+		Endpoint: receiver.URL() + "/v1/traces", SessionID: sessionID, Clock: clock.NewManual(clockNow),
+		OnError: func(err error) { reported = append(reported, err) },
+	})
+	if err != nil {
+		t.Fatalf("New refused a partly malformed OTEL_RESOURCE_ATTRIBUTES: %v", err)
+	}
+	sink.Record(trace.SessionEnd{Reason: "signal"})
+	shutdown(t, sink)
+	if len(reported) == 0 || !strings.Contains(reported[0].Error(), "resource") {
+		t.Errorf("reported %v, want the resource error", reported)
+	}
+	if spans := receiver.Spans(); len(spans) != 1 || spans[0].Service != ServiceName {
+		t.Errorf("spans %+v, want one of service %s", spans, ServiceName)
+	}
+}

@@ -22,7 +22,8 @@ import (
 // (docs/benchmarks.md). It starts the real binary once per configuration over the same
 // capsule — observability off; metrics and spans on (the pair the claim is about); metrics
 // only; spans only; spans sampled 1 in 10 by the standard OTEL_TRACES_SAMPLER — with spans
-// sent to a collector in the test process that drains each export and answers 200. GOMAXPROCS
+// sent to a collector in the test process that drains each export and answers 200; and off
+// once more, read last, as a control for the measurement's own noise. GOMAXPROCS
 // client goroutines read the file from every server in turn, one new TCP connection per
 // request, so whatever else runs on the machine weighs on all of them alike. One op is one
 // read from each server.
@@ -44,6 +45,8 @@ func BenchmarkRead1KiBObservability(b *testing.B) {
 		{name: "metrics", args: []string{"--metrics-listen", "127.0.0.1:0"}},
 		{name: "spans", args: spans},
 		{name: "spans10%", args: spans, env: []string{"OTEL_TRACES_SAMPLER=traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.1"}},
+		// off again, read last: its ratio to off is what the measurement itself wobbles by.
+		{name: "off-again"},
 	}
 	for _, s := range servers {
 		s.p = harness.Start(b, harness.Capsule{

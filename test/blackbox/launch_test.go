@@ -401,6 +401,10 @@ func TestUsageErrorsExitTwoBeforeAnyManifestCheck(t *testing.T) {
 		{"version with an argument", nil, []string{"version", "--bogus"}, 2},
 		{"a --peer-ca that does not exist", nil, []string{"serve", "--manifest", manifest, "--workdir", dir + "/wd", "--peer-ca", dir + "/missing.pem"}, 2},
 		{"a --peer-ca that holds no certificate", nil, []string{"serve", "--manifest", manifest, "--workdir", dir + "/wd", "--peer-ca", dir + "/unknown.yaml"}, 2},
+		{"bad --metrics-listen", nil, []string{"serve", "--manifest", manifest, "--metrics-listen", "9090"}, 2},
+		{"bad --otel-endpoint", nil, []string{"serve", "--manifest", manifest, "--otel-endpoint", "collector:4318"}, 2},
+		{"an OTEL_EXPORTER_OTLP_ENDPOINT that is not a URL", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=collector:4318"}, []string{"serve", "--manifest", manifest, "--workdir", dir + "/wd"}, 2},
+		{"an OTLP endpoint with credentials", nil, []string{"serve", "--manifest", manifest, "--workdir", dir + "/wd", "--otel-endpoint", "http://u:p@c:4318"}, 2},
 	}
 	before := bbTree(t, dir)
 	for _, tc := range tests {

@@ -6,10 +6,11 @@ BIN       := bin/resplane
 PKG       := ./...
 DEMO      := examples/demo
 LISTEN    ?= 127.0.0.1:8080
+IMAGE     ?= resplane:dev
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test test-short lint fmt arch wire wire-check bench load clean
+.PHONY: help build run test test-short lint fmt arch wire wire-check bench load image clean
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -53,6 +54,15 @@ bench: ## Run the Go benchmarks.
 
 load: build ## Load-test the real binary (see scripts/load.sh).
 	scripts/load.sh
+
+image: ## Build the container image (IMAGE, default resplane:dev) from Containerfile with podman or docker.
+	@if command -v podman >/dev/null 2>&1; then engine=podman; \
+	elif command -v docker >/dev/null 2>&1; then engine=docker; \
+	else echo "make image: neither podman nor docker is installed; install one of them to build the image"; exit 1; fi; \
+	if ! $$engine info >/dev/null 2>&1; then \
+		echo "make image: $$engine is installed, but its engine does not answer ($$engine info fails); start it, then run make image again"; exit 1; fi; \
+	echo "make image: building $(IMAGE) from Containerfile with $$engine"; \
+	$$engine build -f Containerfile -t $(IMAGE) .
 
 clean: ## Remove build output.
 	rm -rf bin

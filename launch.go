@@ -36,6 +36,9 @@ type Launch struct {
 	// Confine is --confine: how the service confines itself once everything it opens at start
 	// is open (docs/operator-guide.md, "Confinement").
 	Confine landlock.Mode
+	// Observability is where the service is watched from: the metrics listener and the OTLP
+	// endpoint.
+	Observability Observability
 }
 
 // Identity names the session this launch serves.
@@ -85,6 +88,18 @@ type Limits struct {
 	ReadHeaderTimeout time.Duration
 	// ShutdownGrace is how long in-flight requests may take to finish once Run's context ends.
 	ShutdownGrace time.Duration
+}
+
+// Observability is where the service is watched from (docs/operator-guide.md, "Metrics and
+// tracing"). Each part is off when it is not configured: no listener, no goroutine.
+type Observability struct {
+	// MetricsListener is the metrics listener's bound TCP socket (--metrics-listen), nil when
+	// off. serve binds it, like Listener, before anything is created on disk.
+	MetricsListener net.Listener
+	// OTelEndpoint is the URL spans are posted to (otel.Endpoint: --otel-endpoint, else the
+	// OTEL_EXPORTER_OTLP_* variables), "" when off: the one outbound connection the service
+	// opens besides those to peers.
+	OTelEndpoint string
 }
 
 // declaredPlanes lists m's declared planes in the documented order (docs/http-api.md,

@@ -17,6 +17,7 @@ import (
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/control"
+	"github.com/resplane/resplane/adapters/fanout"
 	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/jsonl"
@@ -24,6 +25,7 @@ import (
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
+	"github.com/resplane/resplane/adapters/prometheus"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
@@ -103,8 +105,9 @@ func provideSessionDir(id Identity, p Paths, _ *osfs.FS) (*osfs.SessionDir, func
 
 // provideTrace opens the trace through the session directory. The unused controlListener
 // orders it after the control socket, so that a launch refused on the socket's path leaves no
-// trace file behind.
-func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System, dir *osfs.SessionDir, _ controlListener) (*jsonl.File, func(), error) {
+// trace file behind. A line that cannot be written is logged and counted.
+func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System, metrics *prometheus.Metrics,
+	dir *osfs.SessionDir, _ controlListener) (*jsonl.File, func(), error) {
 	f, err := dir.OpenTrace(p.TracePath)
 	if err != nil {
 		return nil, nil, err
@@ -112,7 +115,7 @@ func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System
 	sink, err := jsonl.Open(jsonl.Config{
 		File: f, SessionID: id.SessionID, Parent: id.TraceParent, Clock: clk,
 		Redact:  handle.Redact,
-		OnError: logTraceFailure(logger),
+		OnError: traceFailure(logger, metrics),
 	})
 	if err != nil {
 		_ = f.Close()
@@ -121,16 +124,18 @@ func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System
 	return sink, func() { _ = sink.Close() }, nil
 }
 
-// logTraceFailure logs what the trace reports. Lines that writes dropped arrive at most once a
-// minute with their count (jsonl.DroppedLines): a full disk or quota is a warning, since
-// requests are still answered; any other failure is an error.
-func logTraceFailure(logger zerolog.Logger) func(error) {
+// traceFailure logs and counts what the trace reports. Lines that writes dropped arrive at
+// most once a minute with their count (jsonl.DroppedLines): a full disk or quota is a
+// warning, since requests are still answered; any other failure is an error.
+func traceFailure(logger zerolog.Logger, metrics *prometheus.Metrics) func(error) {
 	return func(err error) {
 		var dropped *jsonl.DroppedLines
 		if !errors.As(err, &dropped) {
+			metrics.TraceWritesFailed(1)
 			logger.Error().Err(err).Msg("a trace line could not be written")
 			return
 		}
+		metrics.TraceWritesFailed(dropped.Count)
 		line := logger.Error()
 		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 			line = logger.Warn()
@@ -223,13 +228,16 @@ func provideResourceListener(bound net.Listener) resourceListener {
 // control server.
 type resourceServer struct{ *http.Server }
 
-// provideResourceServer builds the hardened resource listener's server.
-func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi.Resources, requests *inflight) resourceServer {
+// provideResourceServer builds the hardened resource listener's server; with metrics on, it
+// times each request on a plane and counts the connections.
+func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi.Resources, requests *inflight,
+	metrics *prometheus.Metrics) resourceServer {
 	srv := &http.Server{
-		Handler: requests.track(httpapi.NewEcho(resources, logger)), BaseContext: requests.baseContext,
-		ErrorLog: log.New(logger, "", 0),
+		Handler:     requests.track(metrics.InstrumentRequests(httpapi.NewEcho(resources, logger), httpapi.PlaneOf)),
+		BaseContext: requests.baseContext, ErrorLog: log.New(logger, "", 0),
 	}
 	limits.Harden(srv, limits.Options{ReadHeaderTimeout: lim.ReadHeaderTimeout})
+	srv.ConnState = metrics.TrackConnections(srv.ConnState)
 	return resourceServer{srv}
 }
 
@@ -248,9 +256,9 @@ func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, ne
 // the Launch is made, and the peer CA bundle read). A resource the service opens at start
 // belongs in this list; the control API and the service, which report the confinement, come
 // after it.
-func provideConfinement(mode landlock.Mode, m manifest.Manifest, p Paths, logger zerolog.Logger,
+func provideConfinement(mode landlock.Mode, m manifest.Manifest, p Paths, obs Observability, logger zerolog.Logger,
 	_ *osfs.FS, _ *osfs.Inbox, _ *jsonl.File, _ controlListener) (landlock.Result, error) {
-	policy := landlock.Policy{Workdir: p.Workdir, Writable: writableDirs(m, p)}
+	policy := landlock.Policy{Workdir: p.Workdir, Writable: writableDirs(m, p), ProcessStats: obs.MetricsListener != nil}
 	if mode != landlock.Off {
 		for _, dir := range policy.Exposing() {
 			logger.Warn().Str("dir", dir).Msg("this writable directory holds the workdir: confinement cannot keep the workdir read-only; " +
@@ -301,9 +309,11 @@ func provideControlListener(p Paths, dir *osfs.SessionDir) (controlListener, fun
 // provideService takes the whole Launch: the service reports it, in the ready line and in
 // session_start.
 func provideService(l Launch, resource resourceServer, resourceLn resourceListener, ctl controlServer, ctlLn controlListener,
-	requests *inflight, sink *jsonl.File, session application.Session, tools []string, confined landlock.Result) *Service {
+	requests *inflight, sink *fanout.Sink, session application.Session, tools []string, confined landlock.Result,
+	metrics metricsServer, ready *readiness) *Service {
 	return &Service{
 		launch: l, resource: resource.Server, resourceLn: resourceLn.Listener, control: ctl.Server, ctlLn: ctlLn.Listener,
 		requests: requests, trace: sink, session: session, tools: tools, log: l.Log, confined: confined,
+		metrics: metrics, ready: ready,
 	}
 }

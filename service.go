@@ -12,14 +12,15 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/resplane/resplane/adapters/jsonl"
+	"github.com/resplane/resplane/adapters/fanout"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/trace"
 )
 
-// Service is one running capsule session: the resource listener, the control socket and the
-// trace. Run serves until its context ends, then shuts down gracefully.
+// Service is one running capsule session: the resource listener, the control socket, the
+// metrics listener when it is on, and the trace. Run serves until its context ends, then shuts
+// down gracefully.
 type Service struct {
 	launch     Launch
 	resource   *http.Server
@@ -27,11 +28,13 @@ type Service struct {
 	control    *http.Server
 	ctlLn      net.Listener
 	requests   *inflight
-	trace      *jsonl.File
+	trace      *fanout.Sink
 	session    application.Session
 	tools      []string
 	log        zerolog.Logger
 	confined   landlock.Result
+	metrics    metricsServer
+	ready      *readiness
 }
 
 // ReadyLine is the one JSON object serve prints on stdout once both listeners are up.
@@ -48,12 +51,16 @@ type ReadyLine struct {
 	Confinement string   `json:"confinement"`
 	Planes      []string `json:"planes"`
 	Tools       []string `json:"tools"`
+	// Metrics is the metrics listener's bound address, null when --metrics-listen is not given.
+	Metrics *string `json:"metrics"`
 }
 
-// Run writes session_start (unless joining a session), serves both listeners, prints the ready
+// Run writes session_start (unless joining a session), serves the listeners, prints the ready
 // line to stdout and blocks until ctx ends (a signal) or a listener fails. On ctx's end it
-// stops accepting, gives in-flight requests up to the shutdown grace to finish, cancels and
-// briefly waits for those that did not, and appends session_end. The returned error is nil after a graceful shutdown.
+// stops answering ready on /readyz and accepting on the resource listener and the control
+// socket, gives in-flight requests up to the shutdown grace to finish, cancels and briefly
+// waits for those that did not, appends session_end, and closes the metrics listener last.
+// The returned error is nil after a graceful shutdown.
 func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	l := s.launch
 	planes := declaredPlanes(l.Manifest)
@@ -61,14 +68,23 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		Capsule: l.Manifest.Name, Version: l.Manifest.Version, Containment: l.Containment.String(),
 		Planes: planes, Tools: s.tools, Workdir: l.Paths.Workdir,
 	})
-	failed := make(chan error, 2)
+	failed := make(chan error, 3)
 	go serve(s.resource, s.resourceLn, failed)
 	go serve(s.control, s.ctlLn, failed)
+	var metricsAddr *string
+	if s.metrics.srv != nil {
+		go serve(s.metrics.srv, s.metrics.ln, failed)
+		addr := s.metrics.ln.Addr().String()
+		metricsAddr = &addr
+	}
 
+	// /readyz says ready from the moment the ready line can be read.
+	s.ready.Store(true)
 	ready, err := json.Marshal(ReadyLine{
 		Event: "ready", SessionID: l.Identity.SessionID, Listen: l.Listener.Addr().String(), URL: l.Network.AdvertiseURL,
 		Audience: l.Network.Audience, Control: l.Paths.ControlPath, Trace: l.Paths.TracePath, Workdir: l.Paths.Workdir,
 		Containment: l.Containment.String(), Confinement: s.confined.String(), Planes: planes, Tools: s.tools,
+		Metrics: metricsAddr,
 	})
 	if err != nil {
 		return err
@@ -83,6 +99,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		return fmt.Errorf("a listener stopped: %w", err)
 	case <-ctx.Done():
 	}
+	s.ready.Store(false)
 	s.log.Info().Msg("shutting down")
 	grace, cancel := context.WithTimeout(context.Background(), l.Limits.ShutdownGrace)
 	defer cancel()
@@ -93,6 +110,14 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		s.log.Warn().Msg("cancelled requests did not return in time")
 	}
 	s.trace.End(trace.SessionEnd{Generation: s.session.Generation.Current(), Reason: "signal"})
+	if s.metrics.srv != nil {
+		// Last, so that a scrape during the shutdown still answers (and /readyz says 503).
+		scrapes, cancel := context.WithTimeout(context.Background(), abandonWait)
+		defer cancel()
+		if err := s.metrics.srv.Shutdown(scrapes); err != nil {
+			s.log.Warn().Err(err).Msg("the metrics listener did not close within the shutdown grace")
+		}
+	}
 	return nil
 }
 

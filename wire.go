@@ -7,8 +7,8 @@ import (
 
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
+	"github.com/resplane/resplane/adapters/fanout"
 	"github.com/resplane/resplane/adapters/httpapi"
-	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
@@ -21,7 +21,8 @@ import (
 // the parts it uses rather than the whole Launch; the peer roots are handed out of the network
 // part the same way.
 var launchSet = wire.NewSet(
-	wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log", "Confine"),
+	wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log",
+		"Confine", "Observability"),
 	wire.FieldsOf(new(Network), "PeerRoots"),
 )
 
@@ -42,7 +43,10 @@ var adapterSet = wire.NewSet(
 	wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)),
 	provideSessionDir,
 	provideTrace,
-	wire.Bind(new(ports.TraceSink), new(*jsonl.File)),
+	provideMetrics,
+	provideSpans,
+	provideTraceFanout,
+	wire.Bind(new(ports.TraceSink), new(*fanout.Sink)),
 	provideCardFetcher,
 	wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)),
 	provideRedeemer,
@@ -70,8 +74,8 @@ var handlerSet = wire.NewSet(
 	provideControlAPI,
 )
 
-// edgeSet provides the inbound side: the handlers, the resource listener and the control
-// socket, and the service that runs them.
+// edgeSet provides the inbound side: the handlers, the resource listener, the control socket
+// and the metrics listener, and the service that runs them.
 var edgeSet = wire.NewSet(
 	handlerSet,
 	newInflight,
@@ -80,11 +84,14 @@ var edgeSet = wire.NewSet(
 	provideControlServer,
 	provideControlListener,
 	provideConfinement,
+	newReadiness,
+	provideMetricsServer,
 	provideService,
 )
 
 // InitializeService assembles the service for one launch. The cleanup closes the listeners,
-// removes the control socket, closes the trace and the workdir, and zeroes the instance key.
+// removes the control socket, drains the trace's other sinks and flushes the spans, closes the
+// trace and the workdir, and zeroes the instance key.
 func InitializeService(l Launch) (*Service, func(), error) {
 	wire.Build(launchSet, adapterSet, applicationSet, edgeSet)
 	return nil, nil, nil

@@ -10,8 +10,8 @@ import (
 	"github.com/google/wire"
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
+	"github.com/resplane/resplane/adapters/fanout"
 	"github.com/resplane/resplane/adapters/httpapi"
-	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/mcp"
@@ -25,7 +25,8 @@ import (
 // Injectors from wire.go:
 
 // InitializeService assembles the service for one launch. The cleanup closes the listeners,
-// removes the control socket, closes the trace and the workdir, and zeroes the instance key.
+// removes the control socket, drains the trace's other sinks and flushes the spans, closes the
+// trace and the workdir, and zeroes the instance key.
 func InitializeService(l Launch) (*Service, func(), error) {
 	limits := l.Limits
 	logger := l.Log
@@ -45,6 +46,8 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	reader := application.NewReader(budget)
 	identity := l.Identity
 	system := &clock.System{}
+	observability := l.Observability
+	metrics := provideMetrics(observability, budget)
 	sessionDir, cleanup2, err := provideSessionDir(identity, paths, fs)
 	if err != nil {
 		cleanup()
@@ -56,15 +59,14 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	file, cleanup4, err := provideTrace(identity, paths, logger, system, sessionDir, resplaneControlListener)
+	file, cleanup4, err := provideTrace(identity, paths, logger, system, metrics, sessionDir, resplaneControlListener)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	files := provideFiles(manifest, session, fs, reader, file)
-	random, cleanup5, err := provideInstanceKey(manifest)
+	sink, cleanup5, err := provideSpans(observability, identity, system, metrics, logger)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -72,24 +74,11 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	peerIssuer := provideIssuer(identity, random)
-	redeem := provideRedeem(manifest, peerIssuer, session, fs, reader, system, file)
-	network := l.Network
-	agentCard := provideAgentCard(manifest, identity, network)
-	policy := provideHostPolicy(network)
-	resources := httpapi.NewResources(files, redeem, agentCard, policy)
-	resplaneInflight := newInflight()
-	resplaneResourceServer := provideResourceServer(limits, logger, resources, resplaneInflight)
-	listener := l.Listener
-	resplaneResourceListener := provideResourceListener(listener)
-	tasks := application.NewTasks(session)
-	certPool := network.PeerRoots
-	cardFetcher := provideCardFetcher(certPool)
-	randomNonce := keys.RandomNonce{}
-	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, file)
-	redeemer := provideRedeemer(certPool)
-	inbox, cleanup6, err := provideInbox(manifest, paths, logger, fs)
+	fanoutSink, cleanup6 := provideTraceFanout(file, identity, system, metrics, sink, logger)
+	files := provideFiles(manifest, session, fs, reader, fanoutSink)
+	random, cleanup7, err := provideInstanceKey(manifest)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -97,10 +86,39 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, redeemer, inbox, file)
-	mode := l.Confine
-	result, err := provideConfinement(mode, manifest, paths, logger, fs, inbox, file, resplaneControlListener)
+	peerIssuer := provideIssuer(identity, random)
+	redeem := provideRedeem(manifest, peerIssuer, session, fs, reader, system, fanoutSink)
+	network := l.Network
+	agentCard := provideAgentCard(manifest, identity, network)
+	policy := provideHostPolicy(network)
+	resources := httpapi.NewResources(files, redeem, agentCard, policy)
+	resplaneInflight := newInflight()
+	resplaneResourceServer := provideResourceServer(limits, logger, resources, resplaneInflight, metrics)
+	listener := l.Listener
+	resplaneResourceListener := provideResourceListener(listener)
+	tasks := application.NewTasks(session)
+	certPool := network.PeerRoots
+	cardFetcher := provideCardFetcher(certPool)
+	randomNonce := keys.RandomNonce{}
+	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, fanoutSink)
+	redeemer := provideRedeemer(certPool)
+	inbox, cleanup8, err := provideInbox(manifest, paths, logger, fs)
 	if err != nil {
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, redeemer, inbox, fanoutSink)
+	mode := l.Confine
+	result, err := provideConfinement(mode, manifest, paths, observability, logger, fs, inbox, file, resplaneControlListener)
+	if err != nil {
+		cleanup8()
+		cleanup7()
 		cleanup6()
 		cleanup5()
 		cleanup4()
@@ -112,8 +130,12 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger, result)
 	resplaneControlServer := provideControlServer(limits, logger, api, resplaneInflight)
 	v := provideTools(api)
-	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, file, session, v, result)
+	resplaneReadiness := newReadiness()
+	resplaneMetricsServer := provideMetricsServer(observability, limits, metrics, resplaneReadiness, logger)
+	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, fanoutSink, session, v, result, resplaneMetricsServer, resplaneReadiness)
 	return service, func() {
+		cleanup8()
+		cleanup7()
 		cleanup6()
 		cleanup5()
 		cleanup4()
@@ -220,12 +242,17 @@ func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
 // launchSet hands out the parts of a Launch, each as its own value, so that a provider names
 // the parts it uses rather than the whole Launch; the peer roots are handed out of the network
 // part the same way.
-var launchSet = wire.NewSet(wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log", "Confine"), wire.FieldsOf(new(Network), "PeerRoots"))
+var launchSet = wire.NewSet(wire.FieldsOf(new(Launch), "Manifest", "Identity", "Containment", "Paths", "Listener", "Network", "Limits", "Log",
+	"Confine", "Observability"), wire.FieldsOf(new(Network), "PeerRoots"),
+)
 
 // adapterSet provides the outbound adapters and binds each to the port it implements. This is
 // the one place where a concrete adapter meets its port.
 var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideBudget, wire.Bind(new(ports.ReadBudget), new(*budget.Budget)), provideInstanceKey, wire.Bind(new(ports.InstanceKey), new(*keys.Random)), wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideSessionDir,
-	provideTrace, wire.Bind(new(ports.TraceSink), new(*jsonl.File)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
+	provideTrace,
+	provideMetrics,
+	provideSpans,
+	provideTraceFanout, wire.Bind(new(ports.TraceSink), new(*fanout.Sink)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
 )
 
 // applicationSet provides the use cases.
@@ -244,8 +271,8 @@ var handlerSet = wire.NewSet(
 	provideHostPolicy, httpapi.NewResources, provideControlAPI,
 )
 
-// edgeSet provides the inbound side: the handlers, the resource listener and the control
-// socket, and the service that runs them.
+// edgeSet provides the inbound side: the handlers, the resource listener, the control socket
+// and the metrics listener, and the service that runs them.
 var edgeSet = wire.NewSet(
 	handlerSet,
 	newInflight,
@@ -254,6 +281,8 @@ var edgeSet = wire.NewSet(
 	provideControlServer,
 	provideControlListener,
 	provideConfinement,
+	newReadiness,
+	provideMetricsServer,
 	provideService,
 )
 

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 
@@ -21,10 +23,15 @@ var ErrExceedsBudget = errors.New("read buffer budget exceeded")
 
 // Budget is a weighted semaphore of bytes. Waiters are served first come, first served: a
 // large reservation waiting for room is not overtaken by smaller ones that arrive after it, so
-// it cannot starve. A Budget is safe for concurrent use.
+// it cannot starve. It also keeps the readings an operator watches (HeldBytes, WaitingBytes,
+// Waits, WaitedTime), which the metrics adapter exports. A Budget is safe for concurrent use.
 type Budget struct {
 	total int64
 	sem   *semaphore.Weighted
+
+	held, waiting atomic.Int64  // bytes reserved; bytes asked for by reservations waiting now
+	waits         atomic.Uint64 // reservations that had to wait
+	waited        atomic.Int64  // nanoseconds spent waiting, over all reservations
 }
 
 var _ ports.ReadBudget = (*Budget)(nil)
@@ -73,7 +80,23 @@ func (b *Budget) Reserve(ctx context.Context, n int64) error {
 		return fmt.Errorf("%w: reserving %d bytes, but the whole read buffer budget "+
 			"(--read-buffer-budget) is %d bytes", ErrExceedsBudget, n, b.total)
 	}
-	return b.sem.Acquire(ctx, n)
+	if err := ctx.Err(); err != nil {
+		return err // a request already abandoned takes nothing, even when there is room
+	}
+	if b.sem.TryAcquire(n) {
+		b.held.Add(n)
+		return nil
+	}
+	b.waits.Add(1)
+	b.waiting.Add(n)
+	start := time.Now()
+	err := b.sem.Acquire(ctx, n)
+	b.waited.Add(int64(time.Since(start)))
+	b.waiting.Add(-n)
+	if err == nil {
+		b.held.Add(n)
+	}
+	return err
 }
 
 // TryReserve implements ports.ReadBudget: it takes n bytes only if they are free now and no
@@ -82,7 +105,11 @@ func (b *Budget) TryReserve(n int64) bool {
 	if n < 0 || n > b.total {
 		return false
 	}
-	return b.sem.TryAcquire(n)
+	if !b.sem.TryAcquire(n) {
+		return false
+	}
+	b.held.Add(n)
+	return true
 }
 
 // Release implements ports.ReadBudget. Releasing more than is held, or a negative n, is a
@@ -93,4 +120,21 @@ func (b *Budget) Release(n int64) {
 		panic(fmt.Sprintf("budget: negative release of %d bytes", n))
 	}
 	b.sem.Release(n)
+	b.held.Add(-n)
 }
+
+// LimitBytes is the whole budget.
+func (b *Budget) LimitBytes() int64 { return b.total }
+
+// HeldBytes is what reservations hold now.
+func (b *Budget) HeldBytes() int64 { return b.held.Load() }
+
+// WaitingBytes is what the reservations waiting for room now have asked for.
+func (b *Budget) WaitingBytes() int64 { return b.waiting.Load() }
+
+// Waits counts the reservations that found no room at once and had to wait (or gave up
+// waiting), since the budget was made.
+func (b *Budget) Waits() uint64 { return b.waits.Load() }
+
+// WaitedTime is the time all reservations together have spent waiting for room.
+func (b *Budget) WaitedTime() time.Duration { return time.Duration(b.waited.Load()) }

@@ -188,3 +188,45 @@ func TestTryReserveNeverBlocks(t *testing.T) {
 		t.Fatal("the whole budget was refused once free")
 	}
 }
+
+func TestReadingsFollowWhatIsHeldAndWaitedFor(t *testing.T) {
+	b := newBudget(t, 100)
+	ctx := context.Background()
+	reading := func(wantHeld, wantWaiting int64, wantWaits uint64) {
+		t.Helper()
+		if b.LimitBytes() != 100 || b.HeldBytes() != wantHeld || b.WaitingBytes() != wantWaiting || b.Waits() != wantWaits {
+			t.Fatalf("limit %d held %d waiting %d waits %d; want 100 %d %d %d",
+				b.LimitBytes(), b.HeldBytes(), b.WaitingBytes(), b.Waits(), wantHeld, wantWaiting, wantWaits)
+		}
+	}
+	reading(0, 0, 0)
+	if err := b.Reserve(ctx, 70); err != nil {
+		t.Fatal(err)
+	}
+	if !b.TryReserve(10) {
+		t.Fatal("TryReserve found no room")
+	}
+	reading(80, 0, 0)
+
+	done := reserveAsync(ctx, b, 50)
+	waiting(t, done)
+	reading(80, 50, 1)
+	b.Release(70)
+	granted(t, done)
+	reading(60, 0, 1)
+	if b.WaitedTime() <= 0 {
+		t.Errorf("WaitedTime %v after a reservation waited", b.WaitedTime())
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	gaveUp := reserveAsync(cancelled, b, 90)
+	waiting(t, gaveUp)
+	reading(60, 90, 2)
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Reserve: %v", err)
+	}
+	reading(60, 0, 2)
+	b.Release(60)
+	reading(0, 0, 2)
+}

@@ -1,13 +1,7 @@
 package httpapi
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"net/http"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/resplane/resplane/domain/refusal"
@@ -28,56 +22,19 @@ var notOnTheListener = map[refusal.Code]bool{
 	refusal.Interrupted:        true,
 }
 
-// declaredCodes reads every constant of type Code that any file of domain/refusal declares,
-// so that a code added there without a status here fails this test.
-func declaredCodes(t *testing.T) map[refusal.Code]bool {
-	t.Helper()
-	files, err := filepath.Glob("../../domain/refusal/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+// declaredCodes is every code domain/refusal declares (refusal.Codes, which that package's
+// tests keep equal to its Code constants), so that a code added there without a status here
+// fails this test.
+func declaredCodes() map[refusal.Code]bool {
 	codes := map[refusal.Code]bool{}
-	for _, name := range files {
-		if !strings.HasSuffix(name, "_test.go") {
-			addDeclaredCodes(t, name, codes)
-		}
-	}
-	if len(codes) == 0 {
-		t.Fatal("no refusal codes found in domain/refusal")
+	for _, c := range refusal.Codes() {
+		codes[c] = true
 	}
 	return codes
 }
 
-// addDeclaredCodes adds the Code constants the Go file name declares to codes.
-func addDeclaredCodes(t *testing.T, name string, codes map[refusal.Code]bool) {
-	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, decl := range file.Decls {
-		gen, ok := decl.(*ast.GenDecl)
-		if !ok || gen.Tok != token.CONST {
-			continue
-		}
-		for _, s := range gen.Specs {
-			spec := s.(*ast.ValueSpec)
-			if typ, ok := spec.Type.(*ast.Ident); !ok || typ.Name != "Code" {
-				continue
-			}
-			for _, v := range spec.Values {
-				value, err := strconv.Unquote(v.(*ast.BasicLit).Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				codes[refusal.Code(value)] = true
-			}
-		}
-	}
-}
-
 func TestEveryRefusalCodeHasExactlyOneListenerStatus(t *testing.T) {
-	declared := declaredCodes(t)
+	declared := declaredCodes()
 	for code := range declared {
 		status, mapped := statusOf[code]
 		switch {

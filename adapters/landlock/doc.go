@@ -12,6 +12,8 @@
 //     directory, the directories of the trace file, the control socket and the spool).
 //   - Read the files Go's DNS resolver re-reads while the process runs (/etc/resolv.conf,
 //     /etc/hosts, /etc/nsswitch.conf, each where it exists).
+//   - With Policy.ProcessStats (metrics are served), read the process's own /proc/<pid>
+//     entries and /proc/stat, which the Prometheus process collector reads at each scrape.
 //   - Use descriptors it opened before Confine (listeners, the control socket, the trace file,
 //     the workdir's descriptors) as before.
 //

@@ -43,6 +43,10 @@ type Policy struct {
 	// and is looked up by its path. A directory that is missing, or beneath Workdir but not
 	// a real directory, gets no rule.
 	Writable []string
+	// ProcessStats lets the process read its own /proc entries and /proc/stat, which the
+	// Prometheus process collector reads at every scrape (CPU, memory, descriptors, start
+	// time). Off unless metrics are served.
+	ProcessStats bool
 }
 
 // Exposing returns the writable directories of p that are the workdir or contain it (by their
@@ -144,6 +148,10 @@ func Confine(mode Mode, p Policy) (Result, error) {
 	if len(anchors.writable) > 0 {
 		rules = append(rules, golandlock.PathAccess(readWrite&handled, anchors.writable...))
 	}
+	if anchors.process != "" {
+		rules = append(rules, golandlock.PathAccess(readDir&handled, anchors.process),
+			golandlock.PathAccess(readFile&handled, procStat))
+	}
 	if err := config.Restrict(rules...); err != nil {
 		return Result{}, fmt.Errorf("confining the process with Landlock v%d: %w", abi, err)
 	}
@@ -161,11 +169,16 @@ func preload() {
 	net.DefaultResolver.PreferGo = true
 }
 
+// procStat is the kernel's own statistics, where the process collector finds the boot time
+// that dates the process's start.
+const procStat = "/proc/stat"
+
 // anchors are the descriptors the rules are anchored on, as /proc/self/fd/<n> paths.
 type anchors struct {
 	fds      []int
 	workdir  string
 	writable []string
+	process  string // this process's /proc/<pid> directory, when Policy.ProcessStats
 }
 
 func (a *anchors) close() {
@@ -202,6 +215,16 @@ func anchor(p Policy) (*anchors, error) {
 			continue
 		}
 		a.writable = append(a.writable, a.add(fd))
+	}
+	if p.ProcessStats {
+		// /proc/self names this process's own directory, /proc/<pid>, which is what the rule
+		// is anchored on: no other process's entries become readable.
+		fd, err := openDir(unix.AT_FDCWD, "/proc/self", 0)
+		if err != nil {
+			a.close()
+			return nil, fmt.Errorf("opening /proc/self for the metrics' Landlock rule: %w", err)
+		}
+		a.process = a.add(fd)
 	}
 	return a, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/resplane/resplane/adapters/config"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
+	"github.com/resplane/resplane/adapters/otel"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/domain/audience"
 	"github.com/resplane/resplane/domain/diag"
@@ -121,6 +122,11 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintf(stderr, "resplane serve: --peer-ca: %v\n", err)
 		return exitUsage
 	}
+	otelEndpoint, err := otel.Endpoint(settings.OTelEndpoint, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
+		return exitUsage
+	}
 	m, warnings, d := config.LoadManifest(settings.Manifest)
 	if d != nil {
 		return refuseLaunch(stderr, d)
@@ -192,6 +198,15 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		fmt.Fprintf(stderr, "resplane serve: --spool-dir: %v\n", err)
 		return exitFailure
 	}
+	// The metrics listener too is bound before anything is created on disk.
+	var metricsLn net.Listener
+	if settings.MetricsListen != "" {
+		if metricsLn, err = net.Listen("tcp", settings.MetricsListen); err != nil {
+			_ = ln.Close()
+			fmt.Fprintf(stderr, "resplane serve: cannot listen on %s (--metrics-listen): %v\n", settings.MetricsListen, err)
+			return exitFailure
+		}
+	}
 	launch := resplane.Launch{
 		Manifest:    m,
 		Identity:    resplane.Identity{SessionID: sessionID, TraceParent: settings.TraceParent},
@@ -206,7 +221,8 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 			ReadBufferBudget: readBudget, FetchMaxBytes: settings.FetchMaxBytes.Int64(),
 			ReadHeaderTimeout: settings.ReadHeaderTimeout, ShutdownGrace: shutdownGrace,
 		},
-		Log: log,
+		Log:           log,
+		Observability: resplane.Observability{MetricsListener: metricsLn, OTelEndpoint: otelEndpoint},
 	}
 	for _, w := range warnings {
 		log.Warn().Str("code", string(w.Code)).Str("key", w.Key).Msg(w.Message)
@@ -218,6 +234,9 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		// session path the service will not use, what to do (docs/operator-guide.md,
 		// "Exit statuses").
 		_ = ln.Close()
+		if metricsLn != nil {
+			_ = metricsLn.Close()
+		}
 		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
 		return exitFailure
 	}

@@ -401,6 +401,10 @@ func TestUsageErrorsExitTwoBeforeAnyManifestCheck(t *testing.T) {
 		{"version with an argument", nil, []string{"version", "--bogus"}, 2},
 		{"a --peer-ca that does not exist", nil, []string{"serve", "--manifest", manifest, "--workdir", dir + "/wd", "--peer-ca", dir + "/missing.pem"}, 2},
 		{"a --peer-ca that holds no certificate", nil, []string{"serve", "--manifest", manifest, "--workdir", dir + "/wd", "--peer-ca", dir + "/unknown.yaml"}, 2},
+		{"bad --metrics-listen", nil, []string{"serve", "--manifest", manifest, "--metrics-listen", "9090"}, 2},
+		{"bad --otel-endpoint", nil, []string{"serve", "--manifest", manifest, "--otel-endpoint", "collector:4318"}, 2},
+		{"an OTEL_EXPORTER_OTLP_ENDPOINT that is not a URL", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=collector:4318"}, []string{"serve", "--manifest", manifest, "--workdir", dir + "/wd"}, 2},
+		{"an OTLP endpoint with credentials", nil, []string{"serve", "--manifest", manifest, "--workdir", dir + "/wd", "--otel-endpoint", "http://u:p@c:4318"}, 2},
 	}
 	before := bbTree(t, dir)
 	for _, tc := range tests {
@@ -428,6 +432,7 @@ func TestUsageErrorsExitTwoBeforeAnyManifestCheck(t *testing.T) {
 // TestPortInUseExitsOneAndCreatesNothing pins docs/operator-guide.md, "Exit statuses": the TCP
 // listener is bound before
 // anything is created on disk, so a port in use is exit 1 with no workdir, trace or socket.
+// The metrics listener too.
 func TestPortInUseExitsOneAndCreatesNothing(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -439,6 +444,8 @@ func TestPortInUseExitsOneAndCreatesNothing(t *testing.T) {
 	for name, args := range map[string][]string{
 		"explicit paths": {"--workdir", dir + "/wd", "--trace", dir + "/tr/t.jsonl", "--control", dir + "/ctl/c.sock"},
 		"default paths":  nil,
+		// The last --listen wins: the resource port is free, the metrics port is the one in use.
+		"metrics port": {"--listen", "127.0.0.1:0", "--metrics-listen", ln.Addr().String()},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := harness.RunCLI(t, nil, append([]string{"serve", "--manifest", manifest, "--listen", ln.Addr().String()}, args...)...)
@@ -447,6 +454,9 @@ func TestPortInUseExitsOneAndCreatesNothing(t *testing.T) {
 			}
 			if stdout != "" || stderr == "" {
 				t.Errorf("stdout %q (want none), stderr %q (want a reason)", stdout, stderr)
+			}
+			if slices.Contains(args, "--metrics-listen") != strings.Contains(stderr, "--metrics-listen") {
+				t.Errorf("stderr %q does not name the listener that could not bind", stderr)
 			}
 			if after := bbTree(t, dir); !slices.Equal(before, after) {
 				t.Errorf("created %v", after)

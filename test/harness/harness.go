@@ -90,6 +90,8 @@ type Ready struct {
 	Confinement string   `json:"confinement"`
 	Planes      []string `json:"planes"`
 	Tools       []string `json:"tools"`
+	// Metrics is the metrics listener's address, nil (null) without --metrics-listen.
+	Metrics *string `json:"metrics"`
 }
 
 // parseReady decodes a ready line, refusing a line that is not one JSON object with exactly
@@ -234,12 +236,12 @@ func confinedWherePossible(args, env []string) []string {
 	return []string{"--confine", "required"}
 }
 
-// cleanEnv is the test process's environment without RESPLANE_* variables, so a developer's
-// shell cannot change what a test launches.
+// cleanEnv is the test process's environment without RESPLANE_* and OTEL_* variables, so a
+// developer's shell cannot change what a test launches (nor send its spans anywhere).
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "RESPLANE_") {
+		if !strings.HasPrefix(kv, "RESPLANE_") && !strings.HasPrefix(kv, "OTEL_") {
 			env = append(env, kv)
 		}
 	}

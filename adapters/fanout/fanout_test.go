@@ -1,0 +1,302 @@
+package fanout
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resplane/resplane/adapters/clock"
+	"github.com/resplane/resplane/adapters/jsonl"
+	"github.com/resplane/resplane/adapters/memtrace"
+	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/trace"
+)
+
+// recordedAt is the manual clock's reading: the moment every event of these tests is recorded.
+var recordedAt = time.UnixMilli(1_800_000_000_000)
+
+// primary is a Primary in memory: session_start and session_end are recorded like any event.
+type primary struct{ memtrace.Recorder }
+
+func (p *primary) Start(e trace.SessionStart) { p.Record(e) }
+func (p *primary) End(e trace.SessionEnd)     { p.Record(e) }
+
+// blocking is a sink that holds every Record until released, and says when it holds one.
+type blocking struct {
+	entered chan struct{}
+	release chan struct{}
+	memtrace.Recorder
+}
+
+func newBlocking() *blocking {
+	return &blocking{entered: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+func (b *blocking) Record(e trace.Event) {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-b.release
+	b.Recorder.Record(e)
+}
+
+// panicking panics on every event whose outcome is not ok, and records the others.
+type panicking struct{ memtrace.Recorder }
+
+func (p *panicking) Record(e trace.Event) {
+	if r, ok := e.(trace.Stamped); ok && r.Event.(trace.ResourceRead).Err != nil {
+		panic("a sink bug")
+	}
+	p.Recorder.Record(e)
+}
+
+// drops counts OnDrop calls per sink.
+type drops struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (d *drops) add(sink string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.n == nil {
+		d.n = map[string]int{}
+	}
+	d.n[sink]++
+}
+
+func (d *drops) of(sink string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n[sink]
+}
+
+func read(path string) trace.ResourceRead { return trace.ResourceRead{Path: path} }
+
+func config() Config { return Config{Clock: clock.NewManual(recordedAt)} }
+
+// closeAll closes s, failing the test if a sink has not caught up within a generous bound.
+func closeAll(t *testing.T, s *Sink) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if behind := s.Close(ctx); len(behind) > 0 {
+		t.Fatalf("sinks %q did not catch up", behind)
+	}
+}
+
+func paths(events []trace.Event) []string {
+	var out []string
+	for _, e := range events {
+		e, _ = trace.Unstamp(e, time.Now)
+		out = append(out, e.(trace.ResourceRead).Path)
+	}
+	return out
+}
+
+func TestEverySinkGetsEveryEventInOrderAndTheOthersGetTheRecordedMoment(t *testing.T) {
+	p, metrics, spans := &primary{}, &memtrace.Recorder{}, &memtrace.Recorder{}
+	s := New(p, config(), Extra{Name: "metrics", Sink: metrics}, Extra{Name: "spans", Sink: spans})
+	want := []string{"a.txt", "b.txt", "c.txt"}
+	for _, path := range want {
+		s.Record(read(path))
+	}
+	closeAll(t, s)
+	for name, got := range map[string][]trace.Event{"primary": p.Events(), "metrics": metrics.Events(), "spans": spans.Events()} {
+		if strings.Join(paths(got), ",") != strings.Join(want, ",") {
+			t.Errorf("%s got %q, want %q", name, paths(got), want)
+		}
+	}
+	for _, e := range metrics.Events() {
+		stamped, ok := e.(trace.Stamped)
+		if !ok || !stamped.At.Equal(recordedAt) {
+			t.Fatalf("another sink got %#v, want a trace.Stamped at %v", e, recordedAt)
+		}
+	}
+	if _, ok := p.Events()[0].(trace.Stamped); ok {
+		t.Error("the primary got a stamped event; it takes its own time")
+	}
+}
+
+func TestTraceJSONLKeepsBeingWrittenWhileAnotherSinkBlocks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := jsonl.Open(jsonl.Config{File: out, SessionID: "ses_test", Clock: clock.NewManual(recordedAt)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	stuck, dropped := newBlocking(), &drops{}
+	cfg := config()
+	cfg.QueueSize, cfg.OnDrop = 2, dropped.add
+	s := New(file, cfg, Extra{Name: "stuck", Sink: stuck})
+
+	s.Record(read("first.txt"))
+	<-stuck.entered // the sink now holds the first event and never returns
+	done := make(chan struct{})
+	go func() {
+		for range 9 {
+			s.Record(read("later.txt"))
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Record waited for a blocked sink")
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(raw), "\n"); lines != 10 {
+		t.Fatalf("trace.jsonl has %d lines, want all 10 events:\n%s", lines, raw)
+	}
+	// One event is held by the sink, two wait in its queue, the other seven were dropped.
+	if got := dropped.of("stuck"); got != 7 {
+		t.Errorf("%d drops counted for the blocked sink, want 7", got)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if behind := s.Close(ctx); len(behind) != 1 || behind[0] != "stuck" {
+		t.Errorf("Close reported %q behind, want [stuck]", behind)
+	}
+	close(stuck.release)
+}
+
+func TestASinkThatPanicsLosesThatEventOnly(t *testing.T) {
+	p, broken, healthy := &primary{}, &panicking{}, &memtrace.Recorder{}
+	var mu sync.Mutex
+	var failures []error
+	cfg := config()
+	cfg.OnFailure = func(sink string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, err)
+	}
+	s := New(p, cfg, Extra{Name: "broken", Sink: broken}, Extra{Name: "healthy", Sink: healthy})
+	s.Record(read("ok.txt"))
+	s.Record(trace.ResourceRead{Path: "refused.txt", Err: refusal.New(refusal.NotFound)})
+	s.Record(read("after.txt"))
+	closeAll(t, s)
+
+	if got := paths(p.Events()); len(got) != 3 {
+		t.Errorf("the primary got %q, want all three", got)
+	}
+	if got := paths(healthy.Events()); len(got) != 3 {
+		t.Errorf("the healthy sink got %q, want all three", got)
+	}
+	if got := strings.Join(paths(broken.Events()), ","); got != "ok.txt,after.txt" {
+		t.Errorf("the broken sink got %q, want the events around the one it panicked on", got)
+	}
+	if len(failures) != 1 || !strings.Contains(failures[0].Error(), "broken") || !strings.Contains(failures[0].Error(), "resource_read") {
+		t.Errorf("failures %v, want one naming the sink and the event type", failures)
+	}
+}
+
+func TestSessionLinesAreHandedOnOnlyWhenThePrimaryWritesThem(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		joined bool
+		want   []string
+	}{
+		{"a session of our own hands session_start and session_end on", false, []string{"session_start", "resource_read", "session_end"}},
+		{"a joined session writes neither, so hands neither on", true, []string{"resource_read"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			other := &memtrace.Recorder{}
+			cfg := config()
+			cfg.Joined = tc.joined
+			s := New(&primary{}, cfg, Extra{Name: "other", Sink: other})
+			s.Start(trace.SessionStart{Capsule: "reporter"})
+			s.Record(read("a.txt"))
+			s.End(trace.SessionEnd{Reason: "signal"})
+			closeAll(t, s)
+			var got []string
+			for _, e := range other.Events() {
+				got = append(got, e.Type())
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("handed on %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAfterCloseAQueuedSinkGetsNothingMore(t *testing.T) {
+	p, queued, inline, dropped := &primary{}, &memtrace.Recorder{}, &memtrace.Recorder{}, &drops{}
+	cfg := config()
+	cfg.OnDrop = dropped.add
+	s := New(p, cfg, Extra{Name: "queued", Sink: queued}, Extra{Name: "inline", Sink: inline, Inline: true})
+	s.Record(read("before.txt"))
+	closeAll(t, s)
+	closeAll(t, s) // a second Close is harmless
+	s.Record(read("after.txt"))
+	for name, tc := range map[string]struct {
+		got  []trace.Event
+		want string
+	}{"primary": {p.Events(), "before.txt,after.txt"}, "inline": {inline.Events(), "before.txt,after.txt"}, "queued": {queued.Events(), "before.txt"}} {
+		if got := strings.Join(paths(tc.got), ","); got != tc.want {
+			t.Errorf("the %s sink got %q, want %q", name, got, tc.want)
+		}
+	}
+	if dropped.of("queued") != 0 {
+		t.Error("an event recorded after Close was counted as dropped")
+	}
+}
+
+func TestWithoutQueuedSinksThereIsNoGoroutine(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		extras []Extra
+	}{
+		{"no other sink", nil},
+		{"an inline sink only", []Extra{{Name: "counters", Sink: &memtrace.Recorder{}, Inline: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			p := &primary{}
+			s := New(p, config(), tc.extras...)
+			s.Record(read("a.txt"))
+			if after := runtime.NumGoroutine(); after != before {
+				t.Errorf("%d goroutines after New, %d before", after, before)
+			}
+			if behind := s.Close(context.Background()); len(behind) != 0 {
+				t.Errorf("Close reported %q behind", behind)
+			}
+			if len(p.Events()) != 1 {
+				t.Errorf("the primary got %d events, want 1", len(p.Events()))
+			}
+		})
+	}
+}
+
+func TestAnInlineSinkGetsTheEventBeforeRecordReturns(t *testing.T) {
+	p, counters, broken := &primary{}, &memtrace.Recorder{}, &panicking{}
+	failures := 0
+	cfg := config()
+	cfg.OnFailure = func(string, error) { failures++ }
+	s := New(p, cfg, Extra{Name: "counters", Sink: counters, Inline: true}, Extra{Name: "broken", Sink: broken, Inline: true})
+	s.Record(read("a.txt"))
+	if got := paths(counters.Events()); len(got) != 1 {
+		t.Fatalf("the inline sink has %q once Record returned, want the event", got)
+	}
+	if stamped, ok := counters.Events()[0].(trace.Stamped); !ok || !stamped.At.Equal(recordedAt) {
+		t.Errorf("the inline sink got %#v, want a trace.Stamped at %v", counters.Events()[0], recordedAt)
+	}
+	s.Record(trace.ResourceRead{Path: "refused.txt", Err: refusal.New(refusal.NotFound)})
+	if failures != 1 || len(p.Events()) != 2 || len(counters.Events()) != 2 {
+		t.Errorf("after an inline sink panicked: %d failures, primary %d, other inline sink %d events; want 1, 2, 2",
+			failures, len(p.Events()), len(counters.Events()))
+	}
+}

@@ -1,0 +1,263 @@
+// Package otel exports every trace event as an OpenTelemetry span over OTLP/HTTP
+// (docs/operator-guide.md, "Metrics and tracing"), with the OpenTelemetry Go SDK.
+//
+// Sink is a ports.TraceSink: the fan-out (adapters/fanout) hands it every event, and it makes
+// one span of it — named after the event type, with the event's fields as murmur.* attributes
+// — and hands the span to the SDK's batch span processor, which exports batches to the
+// collector from a goroutine of its own.
+//
+// Guarantees:
+//
+//   - One span per event: its name is the event type, its start and end are the moment the
+//     event was recorded (trace.Stamped), its attributes are murmur.session_id and, for every
+//     field of the event that is not null, murmur.<field>. A span whose outcome is not ok has
+//     the status Error, described by the outcome.
+//   - No token reaches a span: every string attribute passes through the handle redactor, like
+//     a trace.jsonl line, and the events carry handle ids, never tokens. Strings are made valid
+//     UTF-8 (each invalid byte becomes U+FFFD), so one hostile path cannot make a batch
+//     unencodable.
+//   - Bounded: the batch processor holds at most OTEL_BSP_MAX_QUEUE_SIZE spans (2048 by
+//     default). When it is full, Record waits for room — on the fan-out's goroutine, never on a
+//     request's — so that the fan-out's bounded queue, which counts what it drops, is where
+//     spans are lost. Spans the exporter fails to deliver are reported to
+//     Config.OnExportFailure.
+//   - The standard OTEL_* variables the SDK reads are honoured: OTEL_SERVICE_NAME and
+//     OTEL_RESOURCE_ATTRIBUTES (the resource's service.name is resplane otherwise),
+//     OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION, _CERTIFICATE and their TRACES_
+//     forms, OTEL_BSP_*, OTEL_TRACES_SAMPLER. The endpoint is resolved by Endpoint. A
+//     malformed OTEL_RESOURCE_ATTRIBUTES entry is reported to Config.OnError and left out.
+//   - Shutdown exports what is queued, within its context's deadline.
+//
+// Non-guarantees:
+//
+//   - A span is a point in time: the event does not carry the request's start, whose
+//     duration is the metrics' histogram (adapters/prometheus).
+//   - Spans are not linked to one another, nor to the trace.jsonl line's event_id; each is the
+//     root of a trace of its own, found by its murmur.session_id and fields.
+//   - Only OTLP over HTTP with protobuf is spoken; OTEL_EXPORTER_OTLP_PROTOCOL is not read.
+//   - New installs the SDK's process-wide error handler and logger (otel.SetErrorHandler,
+//     otel.SetLogger) so that the SDK's own errors reach Config.OnError rather than stderr.
+package otel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/go-logr/logr/funcr"
+	otelapi "go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/trace"
+	"github.com/resplane/resplane/ports"
+)
+
+// ServiceName is the resource's service.name unless OTEL_SERVICE_NAME names another.
+const ServiceName = "resplane"
+
+// instrumentation names the tracer that makes the spans.
+const instrumentation = "github.com/resplane/resplane/adapters/otel"
+
+// AttributePrefix is put before every event field's name to make its attribute key.
+const AttributePrefix = "murmur."
+
+// Config is what a Sink needs.
+type Config struct {
+	// Endpoint is the full URL spans are posted to, as Endpoint resolves it, such as
+	// http://127.0.0.1:4318/v1/traces. Required.
+	Endpoint string
+	// SessionID is the murmur.session_id of every span.
+	SessionID string
+	// Clock reads the moment of an event handed over without one (not a trace.Stamped).
+	Clock ports.Clock
+	// OnExportFailure receives the number of spans in each batch the exporter could not
+	// deliver. nil ignores it.
+	OnExportFailure func(spans int)
+	// OnError receives the SDK's own errors: a failed export, a bad OTEL_* value. nil discards
+	// them.
+	OnError func(error)
+}
+
+// Sink turns trace events into spans. It is safe for concurrent use.
+type Sink struct {
+	provider  *sdktrace.TracerProvider
+	tracer    oteltrace.Tracer
+	clock     ports.Clock
+	sessionID attribute.KeyValue
+	attrs     sync.Pool // of *[]attribute.KeyValue, one span's attributes while they are built
+}
+
+var _ ports.TraceSink = (*Sink)(nil)
+
+// New builds the exporter, the batch span processor and the tracer provider for cfg. It opens
+// no connection: the first export does.
+func New(ctx context.Context, cfg Config) (*Sink, error) {
+	if cfg.Endpoint == "" {
+		return nil, errors.New("otel: no endpoint")
+	}
+	if cfg.Clock == nil {
+		return nil, errors.New("otel: no clock configured")
+	}
+	onError := cfg.OnError
+	if onError == nil {
+		onError = func(error) {}
+	}
+	otelapi.SetErrorHandler(otelapi.ErrorHandlerFunc(onError))
+	otelapi.SetLogger(funcr.New(func(prefix, args string) { onError(fmt.Errorf("%s%s", prefix, args)) }, funcr.Options{}))
+
+	exporter, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.Endpoint))
+	if err != nil {
+		return nil, fmt.Errorf("otel: %w", err)
+	}
+	res, err := resource.New(ctx,
+		resource.WithSchemaURL(semconv.SchemaURL),
+		resource.WithAttributes(semconv.ServiceName(ServiceName)),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, which win
+		resource.WithTelemetrySDK(),
+	)
+	switch {
+	case errors.Is(err, resource.ErrPartialResource):
+		onError(fmt.Errorf("otel: the resource: %w", err)) // a malformed OTEL_RESOURCE_ATTRIBUTES entry is left out
+	case err != nil:
+		return nil, fmt.Errorf("otel: the resource: %w", err)
+	}
+	provider := sdktrace.NewTracerProvider(
+		sdktrace.WithResource(res),
+		sdktrace.WithBatcher(countingExporter{exporter, cfg.OnExportFailure}, sdktrace.WithBlocking()),
+	)
+	return newSink(provider, cfg), nil
+}
+
+// newSink makes spans on provider; the tests hand it one with an in-memory span recorder.
+func newSink(provider *sdktrace.TracerProvider, cfg Config) *Sink {
+	return &Sink{
+		provider:  provider,
+		tracer:    provider.Tracer(instrumentation),
+		clock:     cfg.Clock,
+		sessionID: attribute.String(AttributePrefix+"session_id", clean(cfg.SessionID)),
+		attrs:     sync.Pool{New: func() any { return new([]attribute.KeyValue) }},
+	}
+}
+
+// spanKinds says which events answer a request (server), which make one (client); the others
+// are internal.
+var spanKinds = map[string]oteltrace.SpanKind{
+	trace.ResourceList{}.Type():     oteltrace.SpanKindServer,
+	trace.ResourceRead{}.Type():     oteltrace.SpanKindServer,
+	trace.PeerHandleRedeem{}.Type(): oteltrace.SpanKindServer,
+	trace.PeerFileFetch{}.Type():    oteltrace.SpanKindClient,
+}
+
+// Record implements ports.TraceSink: one span for e, ended at once. The span is started
+// before its attributes are built, so a span the sampler (OTEL_TRACES_SAMPLER) leaves out
+// costs next to nothing.
+func (s *Sink) Record(e trace.Event) {
+	e, at := trace.Unstamp(e, s.clock.Now)
+	kind, ok := spanKinds[e.Type()]
+	if !ok {
+		kind = oteltrace.SpanKindInternal
+	}
+	_, span := s.tracer.Start(context.Background(), e.Type(), oteltrace.WithTimestamp(at), oteltrace.WithSpanKind(kind))
+	if !span.IsRecording() {
+		return
+	}
+	scratch := s.attrs.Get().(*[]attribute.KeyValue)
+	attrs := append((*scratch)[:0], s.sessionID)
+	failed := ""
+	for _, f := range e.Fields() {
+		if kv, ok := attributeOf(f); ok {
+			attrs = append(attrs, kv)
+		}
+		if outcome, ok := f.Value.(string); ok && f.Key == "outcome" && outcome != trace.OutcomeOK {
+			failed = outcome
+		}
+	}
+	span.SetAttributes(attrs...) // copied by the span
+	clear(attrs)
+	*scratch = attrs
+	s.attrs.Put(scratch)
+	if failed != "" {
+		span.SetStatus(codes.Error, clean(failed))
+	}
+	span.End(oteltrace.WithTimestamp(at))
+}
+
+// Shutdown exports the spans still queued and stops the exporter, giving up when ctx is done.
+func (s *Sink) Shutdown(ctx context.Context) error { return s.provider.Shutdown(ctx) }
+
+// attributeKeys holds the attribute key of every field the events have, made once.
+var attributeKeys = func() map[string]attribute.Key {
+	keys := map[string]attribute.Key{}
+	for _, e := range []trace.Event{
+		trace.SessionStart{}, trace.SessionEnd{}, trace.ResourceList{}, trace.ResourceRead{},
+		trace.PeerHandleMint{}, trace.PeerHandleRedeem{}, trace.PeerFileFetch{},
+	} {
+		for _, f := range e.Fields() {
+			keys[f.Key] = attribute.Key(AttributePrefix + f.Key)
+		}
+	}
+	return keys
+}()
+
+// attributeOf is field f as an attribute: its key under AttributePrefix, strings cleaned; a
+// null field has no attribute.
+func attributeOf(f trace.Field) (attribute.KeyValue, bool) {
+	key, ok := attributeKeys[f.Key]
+	if !ok {
+		key = attribute.Key(AttributePrefix + f.Key)
+	}
+	switch v := f.Value.(type) {
+	case string:
+		return key.String(clean(v)), true
+	case int64:
+		return key.Int64(v), true
+	case uint64:
+		if v > math.MaxInt64 {
+			return key.String(fmt.Sprint(v)), true
+		}
+		return key.Int64(int64(v)), true
+	case bool:
+		return key.Bool(v), true
+	case []string:
+		cleaned := make([]string, len(v))
+		for i, s := range v {
+			cleaned[i] = clean(s)
+		}
+		return key.StringSlice(cleaned), true
+	default: // nil: the field is null
+		return attribute.KeyValue{}, false
+	}
+}
+
+// clean makes s valid UTF-8 the way trace.jsonl does (each invalid byte becomes U+FFFD) and
+// redacts every token in it.
+func clean(s string) string {
+	if !utf8.ValidString(s) {
+		s = string([]rune(s))
+	}
+	return handle.Redact(s)
+}
+
+// countingExporter reports the spans of every batch its exporter could not deliver.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	onFailure func(spans int)
+}
+
+func (c countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := c.SpanExporter.ExportSpans(ctx, spans)
+	if err != nil && c.onFailure != nil {
+		c.onFailure(len(spans))
+	}
+	return err
+}

@@ -1,0 +1,152 @@
+package resplane
+
+import (
+	"context"
+	"log"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/net/netutil"
+
+	"github.com/resplane/resplane/adapters/budget"
+	"github.com/resplane/resplane/adapters/clock"
+	"github.com/resplane/resplane/adapters/fanout"
+	"github.com/resplane/resplane/adapters/jsonl"
+	"github.com/resplane/resplane/adapters/otel"
+	"github.com/resplane/resplane/adapters/prometheus"
+)
+
+// The providers of the observability adapters (docs/operator-guide.md, "Metrics and
+// tracing"): the metrics, the span exporter, the fan-out that feeds them from the trace, and
+// the metrics listener. Each adapter is built only when its setting is given; otherwise its
+// provider returns nil, which the fan-out and the metrics hooks take as "off".
+
+// The names of the trace's other sinks, in logs and in the sink label of
+// resplane_trace_sink_dropped_events_total.
+const (
+	sinkPrometheus = "prometheus"
+	sinkOTel       = "otel"
+)
+
+const (
+	// sinkDrainWait bounds how long shutdown waits for the other sinks to take what is queued.
+	sinkDrainWait = 2 * time.Second
+	// spanFlushWait bounds how long shutdown waits for the last spans to be exported.
+	spanFlushWait = 5 * time.Second
+	// metricsMaxConns caps the metrics listener's open connections: a scraper, the probes and
+	// an operator's curl need few.
+	metricsMaxConns = 16
+	// metricsWriteTimeout bounds writing one answer on the metrics listener.
+	metricsWriteTimeout = 30 * time.Second
+	// metricsMaxHeaderBytes bounds a request's header block on the metrics listener to 8 KiB,
+	// net/http's 4 KiB of slack included.
+	metricsMaxHeaderBytes = 8<<10 - 4096
+)
+
+// provideMetrics builds the metrics when --metrics-listen is given, and watches the read
+// buffer budget as "memory"; it returns nil otherwise.
+func provideMetrics(o Observability, readBudget *budget.Budget) *prometheus.Metrics {
+	if o.MetricsListener == nil {
+		return nil
+	}
+	m := prometheus.New()
+	m.WatchBudget("memory", readBudget)
+	// A spool budget (--spool-budget) is watched the same way, as "spool".
+	return m
+}
+
+// provideSpans builds the span exporter when an OTLP endpoint is configured; it returns nil
+// otherwise. The cleanup exports the spans still queued, for at most spanFlushWait.
+func provideSpans(o Observability, id Identity, clk *clock.System, metrics *prometheus.Metrics, logger zerolog.Logger) (*otel.Sink, func(), error) {
+	if o.OTelEndpoint == "" {
+		return nil, func() {}, nil
+	}
+	sink, err := otel.New(context.Background(), otel.Config{
+		Endpoint: o.OTelEndpoint, SessionID: id.SessionID, Clock: clk,
+		OnExportFailure: func(spans int) { metrics.EventsDropped(sinkOTel, prometheus.ExportFailed, spans) },
+		OnError:         func(err error) { logger.Warn().Err(err).Msg("the OpenTelemetry exporter reported an error") },
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	logger.Info().Str("endpoint", o.OTelEndpoint).Msg("exporting trace events as OpenTelemetry spans")
+	return sink, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), spanFlushWait)
+		defer cancel()
+		if err := sink.Shutdown(ctx); err != nil {
+			logger.Warn().Err(err).Msg("the last spans could not be exported before shutdown")
+		}
+	}, nil
+}
+
+// provideTraceFanout puts trace.jsonl first and hands every event on to the metrics (inline)
+// and the span exporter (through a queue), whichever are on. The cleanup waits up to sinkDrainWait for them to catch up
+// and logs how many events they lost.
+func provideTraceFanout(file *jsonl.File, id Identity, clk *clock.System, metrics *prometheus.Metrics, spans *otel.Sink,
+	logger zerolog.Logger) (*fanout.Sink, func()) {
+	var extras []fanout.Extra
+	if metrics != nil {
+		// Counters in memory, updated without waiting on a scrape: inline, no queue.
+		extras = append(extras, fanout.Extra{Name: sinkPrometheus, Sink: metrics, Inline: true})
+	}
+	if spans != nil {
+		extras = append(extras, fanout.Extra{Name: sinkOTel, Sink: spans})
+	}
+	var dropped atomic.Int64
+	sink := fanout.New(file, fanout.Config{
+		Clock: clk, Joined: id.TraceParent != "",
+		OnDrop: func(name string) {
+			dropped.Add(1)
+			metrics.EventsDropped(name, prometheus.QueueFull, 1)
+		},
+		OnFailure: func(name string, err error) {
+			metrics.EventsDropped(name, prometheus.SinkFailed, 1)
+			logger.Error().Err(err).Str("sink", name).Msg("a trace sink failed on an event")
+		},
+	}, extras...)
+	return sink, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), sinkDrainWait)
+		defer cancel()
+		if behind := sink.Close(ctx); len(behind) > 0 {
+			logger.Warn().Strs("sinks", behind).Msg("trace sinks had not caught up at shutdown; their queued events are lost")
+		}
+		if n := dropped.Load(); n > 0 {
+			logger.Warn().Int64("events", n).Msg("trace events were dropped for the metrics or span sinks because their queue was full")
+		}
+	}
+}
+
+// readiness is what /readyz reports: true from the ready line until shutdown begins.
+type readiness struct{ atomic.Bool }
+
+func newReadiness() *readiness { return &readiness{} }
+
+// metricsServer serves the metrics listener; both fields are nil when --metrics-listen is not
+// given.
+type metricsServer struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// provideMetricsServer builds the metrics listener's server, with its own bounds on time,
+// headers and connections.
+func provideMetricsServer(o Observability, lim Limits, metrics *prometheus.Metrics, ready *readiness, logger zerolog.Logger) metricsServer {
+	if metrics == nil {
+		return metricsServer{}
+	}
+	errorLog := log.New(logger, "", 0)
+	return metricsServer{
+		srv: &http.Server{
+			Handler:           metrics.Handler(ready.Load, errorLog),
+			ReadHeaderTimeout: lim.ReadHeaderTimeout,
+			WriteTimeout:      metricsWriteTimeout,
+			IdleTimeout:       lim.ReadHeaderTimeout,
+			MaxHeaderBytes:    metricsMaxHeaderBytes,
+			ErrorLog:          errorLog,
+		},
+		ln: netutil.LimitListener(o.MetricsListener, metricsMaxConns),
+	}
+}

@@ -40,14 +40,14 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	reader := application.NewReader(budget)
-	identity := l.Identity
 	system := &clock.System{}
+	identity := l.Identity
 	file, cleanup2, err := provideTrace(identity, paths, logger, system, fs)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	files := provideFiles(manifest, session, fs, reader, file)
+	files := provideFiles(manifest, session, fs, reader, system, file)
 	random, cleanup3, err := provideInstanceKey(manifest)
 	if err != nil {
 		cleanup2()
@@ -110,12 +110,12 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	exportFS := p.FS
 	readBudget := p.Budget
 	reader := application.NewReader(readBudget)
+	portsClock := p.Clock
 	traceSink := p.Trace
-	files := provideFiles(manifest, session, exportFS, reader, traceSink)
+	files := provideFiles(manifest, session, exportFS, reader, portsClock, traceSink)
 	identity := l.Identity
 	instanceKey := p.Key
 	peerIssuer := provideIssuer(identity, instanceKey)
-	portsClock := p.Clock
 	redeem := provideRedeem(manifest, peerIssuer, session, exportFS, reader, portsClock, traceSink)
 	network := l.Network
 	agentCard := provideAgentCard(manifest, identity, network)

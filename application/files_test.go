@@ -19,7 +19,7 @@ func sha(s string) string {
 }
 
 func newFiles(w *world, plane *application.ExportPlane) *application.Files {
-	return application.NewFiles(plane, w.session, w.fs, w.reader, w.trace)
+	return application.NewFiles(plane, w.session, w.fs, w.reader, w.clock, w.trace)
 }
 
 var outPlane = &application.ExportPlane{Root: "out/", MaxBytes: 16}
@@ -125,10 +125,11 @@ func TestListingIsSortedHashedAndTraced(t *testing.T) {
 	if err := w.fs.MakeFIFO("out/pipe"); err != nil {
 		t.Fatal(err)
 	}
-	gen, listing, err := newFiles(w, outPlane).List("GET")
+	gen, listing, err := newFiles(w, outPlane).List(context.Background(), "GET")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer listing.Release()
 	var paths []string
 	var total int64
 	for _, e := range listing.Entries {
@@ -155,10 +156,11 @@ func TestListingIsSortedHashedAndTraced(t *testing.T) {
 
 func TestListingOfAMissingRootIsEmpty(t *testing.T) {
 	w := newWorld(t, containment.Scoped)
-	_, listing, err := newFiles(w, outPlane).List("GET")
+	_, listing, err := newFiles(w, outPlane).List(context.Background(), "GET")
 	if err != nil || listing.Entries == nil || len(listing.Entries) != 0 {
 		t.Fatalf("List = %+v, %v; want an empty, non-nil list", listing, err)
 	}
+	listing.Release()
 }
 
 func TestListingRefusalsRecordAnEmptyRoot(t *testing.T) {
@@ -168,7 +170,7 @@ func TestListingRefusalsRecordAnEmptyRoot(t *testing.T) {
 		plane  *application.ExportPlane
 		want   refusal.Code
 	}{{"DELETE", outPlane, refusal.MethodNotAllowed}, {"GET", nil, refusal.NoResourcePlane}} {
-		_, _, err := newFiles(w, tc.plane).List(tc.method)
+		_, _, err := newFiles(w, tc.plane).List(context.Background(), tc.method)
 		if !refusal.Is(err, tc.want) {
 			t.Fatalf("List(%s) = %v; want %s", tc.method, err, tc.want)
 		}
@@ -193,10 +195,11 @@ func TestGenerationIsReadOnceAndReportedEverywhere(t *testing.T) {
 	if _, err := tasks.Terminal("paused"); !refusal.Is(err, refusal.InvalidInput) {
 		t.Fatalf("Terminal(paused) = %v", err)
 	}
-	gen, listing, err := files.List("GET")
+	gen, listing, err := files.List(context.Background(), "GET")
 	if err != nil || gen != 2 || listing.Generation != 2 {
 		t.Fatalf("List generation %d/%v, %v; want 2", gen, listing, err)
 	}
+	listing.Release()
 	got, _ := fields(w.lastEvent(t, "resource_list"))
 	if got["generation"] != uint64(2) {
 		t.Fatalf("traced generation %v", got["generation"])

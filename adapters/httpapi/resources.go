@@ -70,11 +70,12 @@ func (h *Resources) unknownResource(c echo.Context) error {
 }
 
 func (h *Resources) list(c echo.Context) error {
-	gen, listing, err := h.files.List(c.Request().Method)
+	gen, listing, err := h.files.List(c.Request().Context(), c.Request().Method)
 	headers := map[string]string{headerGeneration: formatUint(gen)}
 	if err != nil {
 		return writeRefusal(c, err, headers)
 	}
+	defer listing.Release()
 	headers[headerContainment] = listing.Containment.String()
 	headers[headerExportRoot] = listing.Root
 	return writeResource(c, http.StatusOK, contentTypeJSON, headers, encodeJSON(listingBodyOf(listing)))

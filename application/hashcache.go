@@ -1,0 +1,100 @@
+package application
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/resplane/resplane/ports"
+)
+
+// RacyWindow is how much older than the moment a hash was taken a file's modification and
+// change times must be for a later listing to reuse that hash: the filesystem's timestamp
+// granularity, taken as 2 s whatever the filesystem. It covers FAT's 2 s, the 1 s of ext3 and
+// HFS+, and the clock tick (at most 10 ms) by which a kernel's file timestamps lag its wall
+// clock; a change made in the same tick as the previous one leaves the times as they were, so
+// only times older than the window prove that nothing changed after the hash was taken
+// (docs/decisions.md, "The listing hash cache").
+const RacyWindow = 2 * time.Second
+
+// fileKey identifies an inode.
+type fileKey struct{ device, inode uint64 }
+
+func keyOf(st ports.FileStat) fileKey { return fileKey{st.Device, st.Inode} }
+
+// cachedHash is the sha256 of one version of a file and the moment it was taken.
+type cachedHash struct {
+	stat ports.FileStat
+	// hashedAt is the moment the listing that read the bytes started: no later than the open
+	// they were read from.
+	hashedAt time.Time
+	sum      [32]byte
+}
+
+// provesUnchanged reports whether a file now open with stat st is provably the version c was
+// taken of, by git's racy rule: the same device, inode, size, modification and change time
+// to the nanosecond, and both times older than the moment the hash was taken by more than
+// RacyWindow. A write after that moment would have moved the times past the window, so the
+// file's bytes now are the bytes hashed then. A file changed in the same tick as its previous
+// change keeps its times; its hash is reused only once the window has passed since that tick
+// before a hash was taken, and so never while such a change can go unseen.
+func (c cachedHash) provesUnchanged(st ports.FileStat) bool {
+	settled := c.hashedAt.Add(-RacyWindow)
+	return st.Device == c.stat.Device && st.Inode == c.stat.Inode && st.Size == c.stat.Size &&
+		st.ModTime.Equal(c.stat.ModTime) && st.ChangeTime.Equal(c.stat.ChangeTime) &&
+		c.stat.ModTime.Before(settled) && c.stat.ChangeTime.Before(settled)
+}
+
+// hashCache holds the hashes the latest complete listing took or reused, keyed by inode, so
+// that its memory follows the tree: a file no longer listed is forgotten at the next listing.
+// Listings running at once each read the same earlier generation and the last to finish
+// replaces it.
+type hashCache struct {
+	latest atomic.Pointer[map[fileKey]cachedHash]
+}
+
+// start begins one listing's use of the cache at moment, which must be no later than any open
+// the listing makes.
+func (c *hashCache) start(moment time.Time) *hashWalk {
+	w := &hashWalk{cache: c, moment: moment, seen: map[fileKey]cachedHash{}}
+	if earlier := c.latest.Load(); earlier != nil {
+		w.earlier = *earlier
+		w.seen = make(map[fileKey]cachedHash, len(w.earlier))
+	}
+	return w
+}
+
+// hashWalk is one listing's use of the cache.
+type hashWalk struct {
+	cache   *hashCache
+	moment  time.Time
+	earlier map[fileKey]cachedHash
+	// seen is what this listing took or reused; it becomes the cache when the listing ends.
+	seen map[fileKey]cachedHash
+}
+
+// reuse returns the size and hash of the file open with stat st when an earlier hash proves
+// it unchanged (from an earlier listing, or from this one for a file listed twice, through a
+// hard link or a symlink).
+func (w *hashWalk) reuse(st ports.FileStat) (size int64, sum [32]byte, ok bool) {
+	key := keyOf(st)
+	c, ok := w.seen[key]
+	if !ok {
+		c, ok = w.earlier[key]
+	}
+	if !ok || !c.provesUnchanged(st) {
+		return 0, sum, false
+	}
+	w.seen[key] = c
+	return c.stat.Size, c.sum, true
+}
+
+// took records the hash of the n bytes read from the file open with stat st. A file that was
+// not read whole (it changed while it was read) is not recorded.
+func (w *hashWalk) took(st ports.FileStat, n int64, sum [32]byte) {
+	if n == st.Size {
+		w.seen[keyOf(st)] = cachedHash{stat: st, hashedAt: w.moment, sum: sum}
+	}
+}
+
+// finish makes what this listing took and reused the cache.
+func (w *hashWalk) finish() { w.cache.latest.Store(&w.seen) }

@@ -144,6 +144,7 @@ func (s *Files) list(ctx context.Context, method string, gen uint64) (*Listing, 
 // the tree.
 func (s *Files) walk(ctx context.Context, listing *Listing) error {
 	hashes := s.hashes.start(s.clock.Now())
+	listing.Entries = make([]ListedFile, 0, hashes.files())
 	hashBuf := s.reader.pool.get(hashChunk)
 	defer s.reader.pool.put(hashBuf)
 	h := sha256.New()

@@ -21,27 +21,28 @@ type fileKey struct{ device, inode uint64 }
 
 func keyOf(st ports.FileStat) fileKey { return fileKey{st.Device, st.Inode} }
 
-// cachedHash is the sha256 of one version of a file and the moment it was taken.
+// cachedHash is the sha256 of one version of a file and the moment it was taken, with the
+// times in Unix nanoseconds: an entry is 64 bytes, so the cache of a listing of
+// resolve.MaxEntries files stays under 10 MB.
 type cachedHash struct {
-	stat ports.FileStat
+	size, mtime, ctime int64
 	// hashedAt is the moment the listing that read the bytes started: no later than the open
 	// they were read from.
-	hashedAt time.Time
+	hashedAt int64
 	sum      [32]byte
 }
 
 // provesUnchanged reports whether a file now open with stat st is provably the version c was
-// taken of, by git's racy rule: the same device, inode, size, modification and change time
-// to the nanosecond, and both times older than the moment the hash was taken by more than
-// RacyWindow. A write after that moment would have moved the times past the window, so the
-// file's bytes now are the bytes hashed then. A file changed in the same tick as its previous
-// change keeps its times; its hash is reused only once the window has passed since that tick
-// before a hash was taken, and so never while such a change can go unseen.
+// taken of, by git's racy rule: the same size, modification and change time to the
+// nanosecond (and inode, the cache's key), and both times older than the moment the hash was
+// taken by more than RacyWindow. A write after that moment would have moved the times past
+// the window, so the file's bytes now are the bytes hashed then. Two changes within one
+// timestamp tick leave the times as they were; the window makes sure no hash taken within
+// that tick is ever reused.
 func (c cachedHash) provesUnchanged(st ports.FileStat) bool {
-	settled := c.hashedAt.Add(-RacyWindow)
-	return st.Device == c.stat.Device && st.Inode == c.stat.Inode && st.Size == c.stat.Size &&
-		st.ModTime.Equal(c.stat.ModTime) && st.ChangeTime.Equal(c.stat.ChangeTime) &&
-		c.stat.ModTime.Before(settled) && c.stat.ChangeTime.Before(settled)
+	settled := c.hashedAt - int64(RacyWindow)
+	return st.Size == c.size && st.ModTime.UnixNano() == c.mtime && st.ChangeTime.UnixNano() == c.ctime &&
+		c.mtime < settled && c.ctime < settled
 }
 
 // hashCache holds the hashes the latest complete listing took or reused, keyed by inode, so
@@ -55,7 +56,7 @@ type hashCache struct {
 // start begins one listing's use of the cache at moment, which must be no later than any open
 // the listing makes.
 func (c *hashCache) start(moment time.Time) *hashWalk {
-	w := &hashWalk{cache: c, moment: moment, seen: map[fileKey]cachedHash{}}
+	w := &hashWalk{cache: c, moment: moment.UnixNano(), seen: map[fileKey]cachedHash{}}
 	if earlier := c.latest.Load(); earlier != nil {
 		w.earlier = *earlier
 		w.seen = make(map[fileKey]cachedHash, len(w.earlier))
@@ -66,7 +67,7 @@ func (c *hashCache) start(moment time.Time) *hashWalk {
 // hashWalk is one listing's use of the cache.
 type hashWalk struct {
 	cache   *hashCache
-	moment  time.Time
+	moment  int64
 	earlier map[fileKey]cachedHash
 	// seen is what this listing took or reused; it becomes the cache when the listing ends.
 	seen map[fileKey]cachedHash
@@ -85,16 +86,21 @@ func (w *hashWalk) reuse(st ports.FileStat) (size int64, sum [32]byte, ok bool) 
 		return 0, sum, false
 	}
 	w.seen[key] = c
-	return c.stat.Size, c.sum, true
+	return c.size, c.sum, true
 }
 
 // took records the hash of the n bytes read from the file open with stat st. A file that was
 // not read whole (it changed while it was read) is not recorded.
 func (w *hashWalk) took(st ports.FileStat, n int64, sum [32]byte) {
 	if n == st.Size {
-		w.seen[keyOf(st)] = cachedHash{stat: st, hashedAt: w.moment, sum: sum}
+		w.seen[keyOf(st)] = cachedHash{
+			size: st.Size, mtime: st.ModTime.UnixNano(), ctime: st.ChangeTime.UnixNano(), hashedAt: w.moment, sum: sum,
+		}
 	}
 }
+
+// files is how many files the latest listing hashed or reused: what this one will likely see.
+func (w *hashWalk) files() int { return len(w.earlier) }
 
 // finish makes what this listing took and reused the cache.
 func (w *hashWalk) finish() { w.cache.latest.Store(&w.seen) }

@@ -102,6 +102,9 @@ type walker[F io.Closer] struct {
 	path    []byte
 	entries int
 	memo    linkMemo
+	// leaf is the Result handed to open for a regular file: valid only during that call, so
+	// one serves every file.
+	leaf Result
 }
 
 // count adds the entries of one directory to the walk's total.
@@ -183,30 +186,27 @@ func (w *walker[F]) subdir(d Dir, name string) error {
 
 // file opens and visits the regular file name of d.
 func (w *walker[F]) file(d Dir, name string) error {
-	r := &Result{Path: append(w.names, name), Parent: d, Name: name, Node: Node{Kind: Regular}}
-	return w.emit(func() (F, error) { return w.open(r) })
+	w.leaf = Result{Path: append(w.names, name), Parent: d, Name: name, Node: Node{Kind: Regular}}
+	return w.emit(w.open(&w.leaf))
 }
 
 // link resolves the symlink name in the directory on top of the stack by the class rule,
 // starting from the directories the walk holds, and visits the regular file it leads to.
 func (w *walker[F]) link(name string) error {
-	return w.emit(func() (F, error) {
-		return RetryReplaced(func() (F, error) {
-			var zero F
-			r, err := regular(resolveLink(w.stack, w.rule, w.memo, name))
-			if err != nil {
-				return zero, err
-			}
-			defer r.close()
-			return w.open(r)
-		})
-	})
+	return w.emit(RetryReplaced(func() (F, error) {
+		var zero F
+		r, err := regular(resolveLink(w.stack, w.rule, w.memo, name))
+		if err != nil {
+			return zero, err
+		}
+		defer r.close()
+		return w.open(r)
+	}))
 }
 
-// emit visits the file open gives under the current path; one open leaves out (leftOut) is
-// not visited.
-func (w *walker[F]) emit(open func() (F, error)) error {
-	f, err := open()
+// emit visits f, which an open gave, under the current path; an open leftOut forgives is not
+// visited.
+func (w *walker[F]) emit(f F, err error) error {
 	if err != nil {
 		return leftOut(err)
 	}

@@ -273,18 +273,13 @@ func (m *FS) WriteFile(p string, data []byte, mtime time.Time) error {
 // the change time itself at every change; the test names it, so it can also give a rewrite
 // the same times as before, as two rewrites within one timestamp tick get.
 func (m *FS) Rewrite(p string, data []byte, mtime, ctime time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	parent, name, err := m.parent(p)
-	if err != nil {
-		return err
-	}
-	n, ok := parent.children[name]
-	if !ok || n.kind != kindFile {
-		return fmt.Errorf("memfs: rewrite %s: not a regular file", p)
-	}
-	n.data, n.mtime, n.ctime = append([]byte(nil), data...), mtime, ctime
-	return nil
+	return m.update("rewrite", p, func(_ *node, _ string, n *node) error {
+		if n.kind != kindFile {
+			return fmt.Errorf("memfs: rewrite %s: not a regular file", p)
+		}
+		n.data, n.mtime, n.ctime = append([]byte(nil), data...), mtime, ctime
+		return nil
+	})
 }
 
 // Symlink puts a symlink with the given target text at p, replacing whatever was there.
@@ -304,6 +299,23 @@ func (m *FS) MakeDevice(p string) error { return m.put(p, &node{kind: kindDevice
 // Deny takes every permission from the entry at p (not following a symlink there): a file
 // can no longer be read, a directory no longer searched or listed.
 func (m *FS) Deny(p string) error {
+	return m.update("deny", p, func(_ *node, _ string, n *node) error {
+		n.denied = true
+		return nil
+	})
+}
+
+// Remove removes the entry at p, a directory with everything beneath it.
+func (m *FS) Remove(p string) error {
+	return m.update("remove", p, func(parent *node, name string, _ *node) error {
+		delete(parent.children, name)
+		return nil
+	})
+}
+
+// update runs change on the existing entry at p, its parent and its name, under the write
+// lock; verb names the mutator when there is no such entry.
+func (m *FS) update(verb, p string, change func(parent *node, name string, n *node) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	parent, name, err := m.parent(p)
@@ -312,25 +324,9 @@ func (m *FS) Deny(p string) error {
 	}
 	n, ok := parent.children[name]
 	if !ok {
-		return fmt.Errorf("memfs: deny %s: no such entry", p)
+		return fmt.Errorf("memfs: %s %s: no such entry", verb, p)
 	}
-	n.denied = true
-	return nil
-}
-
-// Remove removes the entry at p, a directory with everything beneath it.
-func (m *FS) Remove(p string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	parent, name, err := m.parent(p)
-	if err != nil {
-		return err
-	}
-	if _, ok := parent.children[name]; !ok {
-		return fmt.Errorf("memfs: remove %s: no such entry", p)
-	}
-	delete(parent.children, name)
-	return nil
+	return change(parent, name, n)
 }
 
 func (m *FS) put(p string, n *node) error {

@@ -150,7 +150,7 @@ func (s *Files) walk(ctx context.Context, listing *Listing) error {
 	h := sha256.New()
 	err := s.fs.Walk(ctx, s.plane.Root, s.session.Containment, func(path string, f ports.File) error {
 		st := f.Stat()
-		size, sum, ok := hashes.reuse(st)
+		size, sum, ok := hashes.reuse(path, st)
 		if !ok {
 			h.Reset()
 			n, err := io.CopyBuffer(h, f, hashBuf.bytes)
@@ -159,7 +159,7 @@ func (s *Files) walk(ctx context.Context, listing *Listing) error {
 			}
 			size = n
 			h.Sum(sum[:0])
-			hashes.took(st, n, sum)
+			hashes.took(path, st, n, sum)
 		}
 		listing.Entries = append(listing.Entries, ListedFile{
 			Path: path, Size: size, MTimeMs: st.ModTime.UnixMilli(), SHA256: hex.EncodeToString(sum[:]),

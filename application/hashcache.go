@@ -16,15 +16,12 @@ import (
 // (docs/decisions.md, "The listing hash cache").
 const RacyWindow = 2 * time.Second
 
-// fileKey identifies an inode.
-type fileKey struct{ device, inode uint64 }
-
-func keyOf(st ports.FileStat) fileKey { return fileKey{st.Device, st.Inode} }
-
-// cachedHash is the sha256 of one version of a file and the moment it was taken, with the
-// times in Unix nanoseconds: an entry is 64 bytes, so the cache of a listing of
-// resolve.MaxEntries files stays under 10 MB.
+// cachedHash is the sha256 one listing took of the file it listed under path, with what the
+// file's descriptor said when it was opened (times in Unix nanoseconds) and the moment the
+// hash was taken: about 100 bytes, the path's bytes being the listing's own.
 type cachedHash struct {
+	path               string
+	device, inode      uint64
 	size, mtime, ctime int64
 	// hashedAt is the moment the listing that read the bytes started: no later than the open
 	// they were read from.
@@ -33,33 +30,35 @@ type cachedHash struct {
 }
 
 // provesUnchanged reports whether a file now open with stat st is provably the version c was
-// taken of, by git's racy rule: the same size, modification and change time to the
-// nanosecond (and inode, the cache's key), and both times older than the moment the hash was
-// taken by more than RacyWindow. A write after that moment would have moved the times past
-// the window, so the file's bytes now are the bytes hashed then. Two changes within one
-// timestamp tick leave the times as they were; the window makes sure no hash taken within
-// that tick is ever reused.
-func (c cachedHash) provesUnchanged(st ports.FileStat) bool {
+// taken of, by git's racy rule: the same device, inode, size, modification and change time
+// to the nanosecond, and both times older than the moment the hash was taken by more than
+// RacyWindow. A write after that moment would have moved the times past the window, so the
+// file's bytes now are the bytes hashed then. Two changes within one timestamp tick leave
+// the times as they were; the window makes sure no hash taken within that tick is ever
+// reused.
+func (c *cachedHash) provesUnchanged(st ports.FileStat) bool {
 	settled := c.hashedAt - int64(RacyWindow)
-	return st.Size == c.size && st.ModTime.UnixNano() == c.mtime && st.ChangeTime.UnixNano() == c.ctime &&
+	return st.Device == c.device && st.Inode == c.inode && st.Size == c.size &&
+		st.ModTime.UnixNano() == c.mtime && st.ChangeTime.UnixNano() == c.ctime &&
 		c.mtime < settled && c.ctime < settled
 }
 
-// hashCache holds the hashes the latest complete listing took or reused, keyed by inode, so
-// that its memory follows the tree: a file no longer listed is forgotten at the next listing.
-// Listings running at once each read the same earlier generation and the last to finish
-// replaces it.
+// hashCache holds the hashes the latest complete listing took or reused, in the listing's
+// order (bytewise by path), so that its memory follows the tree: a file no longer listed is
+// forgotten at the next listing. A listing walks the files in that same order, so it finds a
+// file's earlier hash by moving a cursor forward, never by a lookup. Listings running at once
+// each read the same earlier generation and the last to finish replaces it.
 type hashCache struct {
-	latest atomic.Pointer[map[fileKey]cachedHash]
+	latest atomic.Pointer[[]cachedHash]
 }
 
 // start begins one listing's use of the cache at moment, which must be no later than any open
 // the listing makes.
 func (c *hashCache) start(moment time.Time) *hashWalk {
-	w := &hashWalk{cache: c, moment: moment.UnixNano(), seen: map[fileKey]cachedHash{}}
+	w := &hashWalk{cache: c, moment: moment.UnixNano()}
 	if earlier := c.latest.Load(); earlier != nil {
 		w.earlier = *earlier
-		w.seen = make(map[fileKey]cachedHash, len(w.earlier))
+		w.seen = make([]cachedHash, 0, len(w.earlier))
 	}
 	return w
 }
@@ -68,39 +67,44 @@ func (c *hashCache) start(moment time.Time) *hashWalk {
 type hashWalk struct {
 	cache   *hashCache
 	moment  int64
-	earlier map[fileKey]cachedHash
+	earlier []cachedHash
+	next    int // the first entry of earlier not yet passed
 	// seen is what this listing took or reused; it becomes the cache when the listing ends.
-	seen map[fileKey]cachedHash
-}
-
-// reuse returns the size and hash of the file open with stat st when an earlier hash proves
-// it unchanged (from an earlier listing, or from this one for a file listed twice, through a
-// hard link or a symlink).
-func (w *hashWalk) reuse(st ports.FileStat) (size int64, sum [32]byte, ok bool) {
-	key := keyOf(st)
-	c, ok := w.seen[key]
-	if !ok {
-		c, ok = w.earlier[key]
-	}
-	if !ok || !c.provesUnchanged(st) {
-		return 0, sum, false
-	}
-	w.seen[key] = c
-	return c.size, c.sum, true
-}
-
-// took records the hash of the n bytes read from the file open with stat st. A file that was
-// not read whole (it changed while it was read) is not recorded.
-func (w *hashWalk) took(st ports.FileStat, n int64, sum [32]byte) {
-	if n == st.Size {
-		w.seen[keyOf(st)] = cachedHash{
-			size: st.Size, mtime: st.ModTime.UnixNano(), ctime: st.ChangeTime.UnixNano(), hashedAt: w.moment, sum: sum,
-		}
-	}
+	seen []cachedHash
 }
 
 // files is how many files the latest listing hashed or reused: what this one will likely see.
 func (w *hashWalk) files() int { return len(w.earlier) }
+
+// reuse returns the size and hash of the file listed under path and open with stat st, when
+// the earlier listing's hash of the file under that path proves it unchanged. Paths must come
+// in the listing's order.
+func (w *hashWalk) reuse(path string, st ports.FileStat) (size int64, sum [32]byte, ok bool) {
+	for w.next < len(w.earlier) && w.earlier[w.next].path < path {
+		w.next++
+	}
+	if w.next == len(w.earlier) || w.earlier[w.next].path != path {
+		return 0, sum, false
+	}
+	c := &w.earlier[w.next]
+	w.next++
+	if !c.provesUnchanged(st) {
+		return 0, sum, false
+	}
+	w.seen = append(w.seen, *c)
+	return c.size, c.sum, true
+}
+
+// took records the hash of the n bytes read from the file listed under path and open with stat
+// st. A file that was not read whole (it changed while it was read) is not recorded.
+func (w *hashWalk) took(path string, st ports.FileStat, n int64, sum [32]byte) {
+	if n == st.Size {
+		w.seen = append(w.seen, cachedHash{
+			path: path, device: st.Device, inode: st.Inode, size: st.Size,
+			mtime: st.ModTime.UnixNano(), ctime: st.ChangeTime.UnixNano(), hashedAt: w.moment, sum: sum,
+		})
+	}
+}
 
 // finish makes what this listing took and reused the cache.
 func (w *hashWalk) finish() { w.cache.latest.Store(&w.seen) }

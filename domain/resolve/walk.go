@@ -132,7 +132,14 @@ func (w *walker[F]) dir(d Dir, entries []Entry) error {
 		}
 		items[i] = item{key: key, Entry: e}
 	}
-	slices.SortStableFunc(items, func(a, b item) int { return strings.Compare(a.key, b.key) })
+	// Two names can report the same key (invalid UTF-8 replaced alike); their raw bytes then
+	// decide, so the order never depends on the directory's.
+	slices.SortFunc(items, func(a, b item) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 
 	for _, it := range items {
 		if err := w.ctx.Err(); err != nil {

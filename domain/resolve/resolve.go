@@ -34,7 +34,7 @@ const MaxSymlinks = 40
 // all of them together: every name, "..", "." and empty one of their texts counts, except the
 // leading components of an absolute target that spell the base's canonical path. One more is
 // symlink_refused, as a loop is. MaxSymlinks alone would let 40 links of 4095 bytes each make
-// one resolution look up some 65,000 components; this bounds the work whatever the links
+// one resolution walk some 65,000 components; this bounds the work whatever the links
 // hold, and still lets a link in the deepest directory a listing visits (MaxDepth) climb to
 // the root and come back down twice over (docs/decisions.md, "Listing and resolution bounds").
 const MaxLinkComponents = 4 * MaxDepth

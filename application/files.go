@@ -128,7 +128,7 @@ func (s *Files) list(ctx context.Context, method string, gen uint64) (*Listing, 
 	}
 	listing := &Listing{
 		Root: s.plane.Root, Mode: ReadOnlyMode, MaxBytes: s.plane.MaxBytes,
-		Generation: gen, Containment: s.session.Containment, Entries: []ListedFile{},
+		Generation: gen, Containment: s.session.Containment,
 		release: func() { <-s.listings },
 	}
 	if err := s.walk(ctx, listing); err != nil {
@@ -144,7 +144,7 @@ func (s *Files) list(ctx context.Context, method string, gen uint64) (*Listing, 
 // the tree.
 func (s *Files) walk(ctx context.Context, listing *Listing) error {
 	hashes := s.hashes.start(s.clock.Now())
-	listing.Entries = make([]ListedFile, 0, hashes.files())
+	listing.Entries = make([]ListedFile, 0, hashes.files()) // never nil: an empty listing is []
 	hashBuf := s.reader.pool.get(hashChunk)
 	defer s.reader.pool.put(hashBuf)
 	h := sha256.New()

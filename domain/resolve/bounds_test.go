@@ -37,32 +37,40 @@ func walk(ctx context.Context, fs *fakeFS) ([]string, error) {
 func TestWalkBounds(t *testing.T) {
 	deepest, deepestPath := chain(MaxDepth)
 	tooDeepLayout, _ := chain(MaxDepth + 1)
-	wide := func(n int) fixture.Layout {
-		l := fixture.Layout{}
-		for i := range n {
-			l["out/"+strconv.Itoa(i)] = ""
+	// wide is out/ holding n empty files, plus more: built node by node, as a layout of
+	// 100,000 entries would take seconds to parse under the race detector.
+	wide := func(n int, more fixture.Layout) func(*testing.T) *fakeFS {
+		return func(t *testing.T) *fakeFS {
+			fs := newFake(t, more)
+			out := fs.node(t, "out")
+			for i := range n {
+				out.children[strconv.Itoa(i)] = &fakeNode{kind: Regular}
+			}
+			return fs
 		}
-		return l
+	}
+	layout := func(l fixture.Layout) func(*testing.T) *fakeFS {
+		return func(t *testing.T) *fakeFS { return newFake(t, l) }
 	}
 	cases := []struct {
 		rule    string
-		layout  fixture.Layout
+		tree    func(*testing.T) *fakeFS
 		listed  int
 		first   string
 		refused string // a part of the io_error's message, when the listing is refused
 	}{
-		{"a file beneath MaxDepth directories is listed", deepest, 1, deepestPath + "=F", ""},
-		{"a directory nested deeper than MaxDepth refuses the listing, naming the limit", tooDeepLayout, 0, "",
+		{"a file beneath MaxDepth directories is listed", layout(deepest), 1, deepestPath + "=F", ""},
+		{"a directory nested deeper than MaxDepth refuses the listing, naming the limit", layout(tooDeepLayout), 0, "",
 			"nested more than " + strconv.Itoa(MaxDepth) + " levels deep"},
-		{"MaxEntries entries in all are listed", wide(MaxEntries), MaxEntries, "0=", ""},
-		{"one entry more than MaxEntries refuses the listing, naming the limit", wide(MaxEntries + 1), 0, "",
+		{"MaxEntries entries in all are listed", wide(MaxEntries-1, fixture.Layout{"out/z": "Z"}), MaxEntries, "0=", ""},
+		{"one entry more than MaxEntries refuses the listing, naming the limit", wide(MaxEntries, fixture.Layout{"out/z": "Z"}), 0, "",
 			"more than " + strconv.Itoa(MaxEntries) + " directory entries"},
 		{"entries of every kind and level count towards MaxEntries",
-			with(wide(MaxEntries-2), fixture.Layout{"out/d/x": "", "out/pipe|": ""}), 0, "", "directory entries"},
+			wide(MaxEntries-2, fixture.Layout{"out/d/x": "", "out/pipe|": ""}), 0, "", "directory entries"},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
-			fs := newFake(t, c.layout)
+			fs := c.tree(t)
 			got, err := walk(context.Background(), fs)
 			if fs.open != 1 {
 				t.Errorf("%d directories left open", fs.open-1)
@@ -86,17 +94,6 @@ func first(l []string) string {
 		return ""
 	}
 	return l[0]
-}
-
-// with returns the union of layouts.
-func with(layouts ...fixture.Layout) fixture.Layout {
-	u := fixture.Layout{}
-	for _, l := range layouts {
-		for k, v := range l {
-			u[k] = v
-		}
-	}
-	return u
 }
 
 func TestWalkHoldsOneDirectoryPerLevel(t *testing.T) {

@@ -166,8 +166,9 @@ func peerPlane(m manifest.Manifest) *application.ExportPlane {
 	return nil
 }
 
-func provideFiles(m manifest.Manifest, session application.Session, fs ports.ExportFS, reader *application.Reader, sink ports.TraceSink) *application.Files {
-	return application.NewFiles(filesPlane(m), session, fs, reader, sink)
+func provideFiles(m manifest.Manifest, session application.Session, fs ports.ExportFS, reader *application.Reader,
+	clk ports.Clock, sink ports.TraceSink) *application.Files {
+	return application.NewFiles(filesPlane(m), session, fs, reader, clk, sink)
 }
 
 func provideRedeem(m manifest.Manifest, issuer application.PeerIssuer, session application.Session, fs ports.ExportFS,

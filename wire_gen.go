@@ -44,8 +44,8 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	reader := application.NewReader(budget)
-	identity := l.Identity
 	system := &clock.System{}
+	identity := l.Identity
 	observability := l.Observability
 	metrics := provideMetrics(observability, budget)
 	sessionDir, cleanup2, err := provideSessionDir(identity, paths, fs)
@@ -75,7 +75,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	fanoutSink, cleanup6 := provideTraceFanout(file, identity, system, metrics, sink, logger)
-	files := provideFiles(manifest, session, fs, reader, fanoutSink)
+	files := provideFiles(manifest, session, fs, reader, system, fanoutSink)
 	random, cleanup7, err := provideInstanceKey(manifest)
 	if err != nil {
 		cleanup6()
@@ -157,12 +157,12 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	exportFS := p.FS
 	readBudget := p.Budget
 	reader := application.NewReader(readBudget)
+	portsClock := p.Clock
 	traceSink := p.Trace
-	files := provideFiles(manifest, session, exportFS, reader, traceSink)
+	files := provideFiles(manifest, session, exportFS, reader, portsClock, traceSink)
 	identity := l.Identity
 	instanceKey := p.Key
 	peerIssuer := provideIssuer(identity, instanceKey)
-	portsClock := p.Clock
 	redeem := provideRedeem(manifest, peerIssuer, session, exportFS, reader, portsClock, traceSink)
 	network := l.Network
 	agentCard := provideAgentCard(manifest, identity, network)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"strconv"
 
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
@@ -39,16 +40,32 @@ type Files struct {
 	session Session
 	fs      ports.ExportFS
 	reader  *Reader
+	clock   ports.Clock
 	trace   ports.TraceSink
+	// listings holds one token per listing under way, from its walk until its answer is
+	// written (Listing.Release).
+	listings chan struct{}
+	hashes   hashCache
 }
+
+// MaxListings is how many listings may be under way at once, from the start of the walk until
+// the answer has been written; further listings wait for one to finish, for as long as their
+// request lasts. Each holds at most resolve.MaxDepth directories open and memory for at most
+// resolve.MaxEntries entries (docs/decisions.md, "Listing and resolution bounds").
+const MaxListings = 2
 
 // NewFiles returns the operator plane. plane is nil when the manifest declares no
 // exports.files; every request is then refused no_resource_plane (after the method check).
-func NewFiles(plane *ExportPlane, session Session, fs ports.ExportFS, reader *Reader, sink ports.TraceSink) *Files {
-	return &Files{plane: plane, session: session, fs: fs, reader: reader, trace: sink}
+// clock dates the hashes a listing takes, for the listing hash cache.
+func NewFiles(plane *ExportPlane, session Session, fs ports.ExportFS, reader *Reader, clock ports.Clock, sink ports.TraceSink) *Files {
+	return &Files{
+		plane: plane, session: session, fs: fs, reader: reader, clock: clock, trace: sink,
+		listings: make(chan struct{}, MaxListings),
+	}
 }
 
-// Listing is the body of a successful listing.
+// Listing is the body of a successful listing. Release must be called once it has been
+// written out: until then it counts as one of the MaxListings under way.
 type Listing struct {
 	Root        string
 	Mode        string
@@ -56,6 +73,16 @@ type Listing struct {
 	Generation  uint64
 	Containment containment.Class
 	Entries     []ListedFile
+	release     func()
+}
+
+// Release ends the listing's turn among the MaxListings under way. It is safe to call more
+// than once.
+func (l *Listing) Release() {
+	if l.release != nil {
+		l.release()
+		l.release = nil
+	}
 }
 
 // ListedFile is one entry of a listing; size, mtime and hash come from one open of the file,
@@ -71,10 +98,12 @@ type ListedFile struct {
 const ReadOnlyMode = "read-only"
 
 // List answers GET /resources/files. The generation is read once, at the start; the returned
-// value carries it even when err is a refusal, because every files response reports it.
-func (s *Files) List(req Request) (generation uint64, listing *Listing, err error) {
+// value carries it even when err is a refusal, because every files response reports it. A
+// listing waits for its turn among MaxListings, and is abandoned when ctx ends first; the
+// caller must Release a returned listing once it is written out.
+func (s *Files) List(ctx context.Context, req Request) (generation uint64, listing *Listing, err error) {
 	gen := s.session.Generation.Current()
-	listing, err = s.list(req, gen)
+	listing, err = s.list(ctx, req, gen)
 	event := trace.ResourceList{Generation: gen, Containment: s.session.Containment.String(), Err: err}
 	if err == nil {
 		event.Root = listing.Root
@@ -87,35 +116,64 @@ func (s *Files) List(req Request) (generation uint64, listing *Listing, err erro
 	return gen, listing, err
 }
 
-func (s *Files) list(req Request, gen uint64) (*Listing, error) {
+func (s *Files) list(ctx context.Context, req Request, gen uint64) (*Listing, error) {
 	if err := Admit(req); err != nil {
 		return nil, err
 	}
 	if err := s.declared(); err != nil {
 		return nil, err
 	}
+	select {
+	case s.listings <- struct{}{}:
+	case <-ctx.Done():
+		return nil, refusal.WithMessage(refusal.IOError, "The listing was abandoned: its request ended while it waited for one of the "+
+			strconv.Itoa(MaxListings)+" listings that may run at once.").Wrapping(ctx.Err())
+	}
 	listing := &Listing{
 		Root: s.plane.Root, Mode: ReadOnlyMode, MaxBytes: s.plane.MaxBytes,
-		Generation: gen, Containment: s.session.Containment, Entries: []ListedFile{},
+		Generation: gen, Containment: s.session.Containment,
+		release: func() { <-s.listings },
 	}
+	if err := s.walk(ctx, listing); err != nil {
+		listing.Release()
+		return nil, err
+	}
+	return listing, nil
+}
+
+// walk fills listing with the export's regular files: the hash of each file is reused from the
+// latest listing when the hash cache proves the file unchanged (hashcache.go), and read
+// otherwise. A file that cannot be read whole is io_error: a listing is never shorter than
+// the tree.
+func (s *Files) walk(ctx context.Context, listing *Listing) error {
+	hashes := s.hashes.start(s.clock.Now())
+	listing.Entries = make([]ListedFile, 0, hashes.files()) // never nil: an empty listing is []
 	hashBuf := s.reader.pool.get(hashChunk)
 	defer s.reader.pool.put(hashBuf)
 	h := sha256.New()
-	err := s.fs.Walk(s.plane.Root, s.session.Containment, func(path string, f ports.File) error {
-		h.Reset()
-		n, err := io.CopyBuffer(h, f, hashBuf.bytes)
-		if err != nil {
-			return nil // a file that cannot be hashed is left out, silently
+	err := s.fs.Walk(ctx, s.plane.Root, s.session.Containment, func(path string, f ports.File) error {
+		st := f.Stat()
+		size, sum, ok := hashes.reuse(path, st)
+		if !ok {
+			h.Reset()
+			n, err := io.CopyBuffer(h, f, hashBuf.bytes)
+			if err != nil {
+				return readFailure(err)
+			}
+			size = n
+			h.Sum(sum[:0])
+			hashes.took(path, st, n, sum)
 		}
 		listing.Entries = append(listing.Entries, ListedFile{
-			Path: path, Size: n, MTimeMs: f.ModTime().UnixMilli(), SHA256: hex.EncodeToString(h.Sum(nil)),
+			Path: path, Size: size, MTimeMs: st.ModTime.UnixMilli(), SHA256: hex.EncodeToString(sum[:]),
 		})
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return listing, nil
+	hashes.finish()
+	return nil
 }
 
 // hashChunk is the buffer size a listing streams each file through while hashing it.

@@ -1,27 +1,20 @@
 package application_test
 
-// Benchmarks for the two use-case hot paths: Reader.Read (the body of every served file) and
-// Files.List (the listing). Fixtures are built before the timed loop; none of these run
-// without -bench.
+// Benchmarks for the use-case hot path Reader.Read (the body of every served file);
+// files_bench_test.go has the listing's. Fixtures are built before the timed loop; none of
+// these run without -bench.
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/resplane/resplane/adapters/budget"
-	"github.com/resplane/resplane/adapters/memfs"
-	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/application"
-	"github.com/resplane/resplane/domain/containment"
-	"github.com/resplane/resplane/domain/generation"
-	"github.com/resplane/resplane/domain/trace"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -36,6 +29,9 @@ type osFile struct {
 func (f *osFile) Size() int64        { return f.size }
 func (f *osFile) ModTime() time.Time { return f.mtime }
 func (f *osFile) Path() string       { return f.Name() }
+
+// Stat gives only what the Reader reads; no listing sees these files.
+func (f *osFile) Stat() ports.FileStat { return ports.FileStat{Size: f.size, ModTime: f.mtime} }
 
 func openOSFile(path string) (*osFile, error) {
 	f, err := os.Open(path)
@@ -177,77 +173,4 @@ func BenchmarkReadParallel(b *testing.B) {
 			}
 		})
 	})
-}
-
-// discardSink is a trace sink that keeps nothing, so a long benchmark does not grow a
-// recorder.
-type discardSink struct{}
-
-func (discardSink) Record(trace.Event) {}
-
-// listFiles is the listing fixture: 10 directories of 100 files of 1 KiB each.
-const (
-	listDirs    = 10
-	listPerDir  = 100
-	listFiles   = listDirs * listPerDir
-	listFileLen = 1 << 10
-)
-
-func listPath(d, i int) string { return fmt.Sprintf("out/d%02d/f%03d.txt", d, i) }
-
-// BenchmarkList answers GET /resources/files over 1000 files of 1 KiB (10 directories of
-// 100), on the in-memory filesystem and on the real one: a walk, one open per file, sha256 of
-// every byte. SetBytes is the total bytes hashed; ns/file is reported too.
-func BenchmarkList(b *testing.B) {
-	content := []byte(strings.Repeat("y", listFileLen))
-	mem := memfs.New("/srv/capsule")
-	wd := filepath.Join(b.TempDir(), "wd")
-	for d := range listDirs {
-		for i := range listPerDir {
-			p := listPath(d, i)
-			if err := mem.WriteFile(p, content, time.UnixMilli(1_755_950_000_000)); err != nil {
-				b.Fatal(err)
-			}
-			full := filepath.Join(wd, filepath.FromSlash(p))
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				b.Fatal(err)
-			}
-			if err := os.WriteFile(full, content, 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	disk, err := osfs.New(wd)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { disk.Close() })
-
-	for _, c := range []struct {
-		name string
-		fs   ports.ExportFS
-	}{{"memfs", mem}, {"osfs", disk}} {
-		b.Run(c.name, func(b *testing.B) {
-			files := application.NewFiles(
-				&application.ExportPlane{Root: "out/", MaxBytes: 10 << 20},
-				application.Session{Generation: &generation.Counter{}, Containment: containment.Sealed},
-				c.fs, application.NewReader(benchBudget(b)), discardSink{})
-			_, listing, err := files.List(get)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(listing.Entries) != listFiles {
-				b.Fatalf("listed %d files, want %d", len(listing.Entries), listFiles)
-			}
-			b.SetBytes(listFiles * listFileLen)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				if _, _, err := files.List(get); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*listFiles), "ns/file")
-		})
-	}
 }

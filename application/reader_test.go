@@ -13,6 +13,7 @@ import (
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/ports"
 )
 
 // growingFile reports one size at open but yields more bytes, like a file appended to after
@@ -25,7 +26,10 @@ type growingFile struct {
 func (f *growingFile) Size() int64        { return f.size }
 func (f *growingFile) ModTime() time.Time { return epoch }
 func (f *growingFile) Path() string       { return "grow.log" }
-func (f *growingFile) Close() error       { return nil }
+func (f *growingFile) Stat() ports.FileStat {
+	return ports.FileStat{Size: f.size, ModTime: epoch}
+}
+func (f *growingFile) Close() error { return nil }
 
 func newReader(t *testing.T, total int64) (*application.Reader, *budget.Budget) {
 	t.Helper()

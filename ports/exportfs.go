@@ -1,6 +1,7 @@
 package ports
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -35,18 +36,25 @@ type ExportFS interface {
 	// Walk visits every listable regular file beneath root in bytewise order of its path
 	// (relative to the root, "/"-separated, invalid UTF-8 replaced by U+FFFD). Each file is
 	// opened once and handed to visit, which must not retain it; Walk closes it afterwards.
-	// Walk silently leaves out FIFOs, sockets, devices, files that cannot be opened, every
-	// symlink under scoped, and under sealed/advisory symlinks that dangle, loop or leave the
-	// root; a symlink to a regular file inside the root is visited under the symlink's own path;
-	// a symlink to a directory is never descended. A root that does not exist or is not a
-	// directory is visited as empty. A root that is a symlink loop is symlink_refused, a root
-	// that resolves outside the workdir outside_root, any other failure on the root io_error.
-	// An error returned by visit stops the walk and is returned as is.
-	Walk(root string, class containment.Class, visit func(path string, f File) error) error
+	// Walk silently leaves out FIFOs, sockets, devices, every symlink under scoped, and under
+	// sealed/advisory symlinks that dangle, loop or leave the root; a symlink to a regular file
+	// inside the root is visited under the symlink's own path; a symlink to a directory is never
+	// descended. A file or directory that vanished, or that permission is denied on, is left
+	// out too; any other failure (a descriptor shortage, an I/O error) is io_error, so a walk
+	// that returns nil visited every listable file. A directory nested more than
+	// resolve.MaxDepth levels beneath the root, more than resolve.MaxEntries directory entries,
+	// and ctx ending before the walk is done are io_error as well (docs/http-api.md,
+	// "The listing").
+	//
+	// A root that does not exist or is not a directory is visited as empty. A root that is a
+	// symlink loop is symlink_refused, a root that resolves outside the workdir outside_root,
+	// any other failure on the root io_error. An error returned by visit stops the walk and is
+	// returned as is.
+	Walk(ctx context.Context, root string, class containment.Class, visit func(path string, f File) error) error
 }
 
-// File is one open regular file. Size and ModTime come from the same descriptor the bytes are
-// read from.
+// File is one open regular file. Size, ModTime and Stat come from the same descriptor the
+// bytes are read from. A File is not safe for concurrent use.
 type File interface {
 	io.Reader
 	io.Closer
@@ -54,7 +62,28 @@ type File interface {
 	Size() int64
 	// ModTime is the file's modification time at open time.
 	ModTime() time.Time
+	// Stat is what identifies this version of the file, taken from the descriptor when it was
+	// opened, with the same Size and ModTime.
+	Stat() FileStat
 	// Path is the canonical, symlink-free path of the file relative to the export root,
 	// "/"-separated. Through a followed symlink it names the target, not the link.
 	Path() string
+}
+
+// FileStat is what a file's descriptor says about the inode it is open on, to the nanosecond.
+// A listing reuses an earlier hash of a file only when the file's FileStat is the one the
+// hash was taken with, and the file was already unchanged long enough before that hash
+// (docs/operator-guide.md, "Listing cost"). So an implementation must give a file that
+// changed in any way since an earlier open a different FileStat, as the kernel does: any
+// write, truncation or attribute change sets the change time, which no caller can set back.
+type FileStat struct {
+	// Device and Inode identify the inode; a file replaced by another one (a rename over it)
+	// has another inode.
+	Device, Inode uint64
+	Size          int64
+	// ModTime is the modification time, which a writer may set to anything (touch -d).
+	ModTime time.Time
+	// ChangeTime is the inode's change time: set by the kernel at every change to the file's
+	// bytes or attributes, never by a caller.
+	ChangeTime time.Time
 }

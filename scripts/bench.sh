@@ -59,7 +59,7 @@ pairs=(
 	"read 1MiB: pooled Reader / os.ReadFile+sha256|Read/1MiB/pooled|Read/1MiB/baseline"
 	"read 10MiB: pooled Reader / os.ReadFile+sha256|Read/10MiB/pooled|Read/10MiB/baseline"
 	"read 1MiB parallel: pooled / baseline|ReadParallel/1MiB/pooled|ReadParallel/1MiB/baseline"
-	"list 1000 files: osfs / memfs|List/osfs|List/memfs"
+	"list 10000 x 16KiB files: warm / cold hash cache|Listing/warm|Listing/cold"
 	"verify: valid token / bad MAC|Verify/valid|Verify/bad-mac"
 	"redact: one token / no token|Redact/one-token|Redact/no-token"
 )

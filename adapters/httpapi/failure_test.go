@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/resplane/resplane/adapters/budget"
+	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/memfs"
 	"github.com/resplane/resplane/adapters/memtrace"
 	"github.com/resplane/resplane/application"
@@ -52,7 +53,7 @@ func serveFiles(t *testing.T, fsys ports.ExportFS, target string) (*httptest.Res
 	}
 	session := application.Session{Generation: &generation.Counter{}, Containment: containment.Sealed}
 	plane := &application.ExportPlane{Root: "out/", MaxBytes: 1 << 10}
-	files := application.NewFiles(plane, session, fsys, application.NewReader(b), &memtrace.Recorder{})
+	files := application.NewFiles(plane, session, fsys, application.NewReader(b), clock.NewManual(time.UnixMilli(1)), &memtrace.Recorder{})
 	var log bytes.Buffer
 	rec := httptest.NewRecorder()
 	NewEcho(NewResources(files, nil, AgentCard{}, hostpolicy.New("example.com")), zerolog.New(&log)).

@@ -81,11 +81,12 @@ func (h *Resources) unknownResource(c echo.Context, req application.Request) err
 }
 
 func (h *Resources) list(c echo.Context, req application.Request) error {
-	gen, listing, err := h.files.List(req)
+	gen, listing, err := h.files.List(c.Request().Context(), req)
 	headers := map[string]string{headerGeneration: formatUint(gen)}
 	if err != nil {
 		return writeRefusal(c, err, headers)
 	}
+	defer listing.Release()
 	headers[headerContainment] = listing.Containment.String()
 	headers[headerExportRoot] = listing.Root
 	return writeResource(c, http.StatusOK, contentTypeJSON, headers, encodeJSON(listingBodyOf(listing)))

@@ -3,20 +3,24 @@
 // adapters/osfs gives on a real filesystem.
 //
 // It resolves through domain/resolve, the same algorithm osfs uses, over a tree of
-// directories, regular files (bytes and a modification time), symlinks (relative, or absolute
+// directories, regular files (bytes, an inode number, a modification and a change time),
+// symlinks (relative, or absolute
 // against the fake absolute workdir path the FS is made with), FIFOs, sockets, device nodes
 // and entries without permissions (mode 000: a file that cannot be read, a directory that
 // cannot be searched or listed). It models the Linux behaviour osfs relies on: a name longer
 // than 255 bytes is io_error "file name too long", and permission failures are io_error
 // "permission denied".
 //
-// The mutators (Mkdir, WriteFile, Symlink, MakeFIFO, MakeSocket, MakeDevice, Deny, Remove) let
-// a test change the tree while the FS is in use; every method is safe for concurrent use.
-// WriteFile replaces a file with a new one, as a rename into place does, so a file already
-// opened keeps reading the bytes it was opened with.
+// The mutators (Mkdir, WriteFile, Rewrite, Symlink, MakeFIFO, MakeSocket, MakeDevice, Deny,
+// Remove) let a test change the tree while the FS is in use; every method is safe for
+// concurrent use. WriteFile replaces a file with a new one (a new inode), as a rename into
+// place does; Rewrite changes a file in place (the same inode) with the timestamps the test
+// names, so a test controls exactly what a file's ports.FileStat says. Either way a file
+// already opened keeps reading the bytes it was opened with.
 package memfs
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -49,17 +53,23 @@ const (
 type node struct {
 	kind     kind
 	children map[string]*node // kindDir
-	data     []byte           // kindFile; never modified once set
+	data     []byte           // kindFile; replaced, never modified, by Rewrite
+	inode    uint64           // kindFile
 	mtime    time.Time        // kindFile
+	ctime    time.Time        // kindFile
 	target   string           // kindSymlink
 	denied   bool             // mode 000
 }
 
+// device is the device number every file of an FS reports.
+const device = 1
+
 // FS is an in-memory workdir. Its zero value is not usable; call New.
 type FS struct {
-	mu      sync.RWMutex
-	workdir string
-	top     *node
+	mu        sync.RWMutex
+	workdir   string
+	top       *node
+	lastInode uint64
 }
 
 var _ ports.ExportFS = (*FS)(nil)
@@ -78,8 +88,8 @@ func (m *FS) OpenFile(root string, rel pathpolicy.RelPath, class containment.Cla
 }
 
 // Walk implements ports.ExportFS.
-func (m *FS) Walk(root string, class containment.Class, visit func(path string, f ports.File) error) error {
-	return resolve.Walk(m.dir(m.top), m.workdir, root, class.FollowsSymlinks(), m.open, visit)
+func (m *FS) Walk(ctx context.Context, root string, class containment.Class, visit func(path string, f ports.File) error) error {
+	return resolve.Walk(ctx, m.dir(m.top), m.workdir, root, class.FollowsSymlinks(), m.open, visit)
 }
 
 // open opens the final component of a resolution as a real open(O_RDONLY|O_NOFOLLOW) would
@@ -105,10 +115,12 @@ func (m *FS) open(r *resolve.Result) (ports.File, error) {
 	case r.Node.ID != nil && r.Node.ID != n:
 		return nil, resolve.Replaced()
 	}
-	return &file{data: n.data, mtime: n.mtime, path: strings.Join(r.Path, "/")}, nil
+	stat := ports.FileStat{Device: device, Inode: n.inode, Size: int64(len(n.data)), ModTime: n.mtime, ChangeTime: n.ctime}
+	return &file{data: n.data, stat: stat, path: strings.Join(r.Path, "/")}, nil
 }
 
-func denied() error { return refusal.IO(syscall.EACCES.Error()) }
+// denied is permission denied as osfs answers it: io_error, keeping the errno as its cause.
+func denied() error { return refusal.IO(syscall.EACCES.Error()).Wrapping(syscall.EACCES) }
 
 // dir is a resolve.Dir over one directory node.
 type dir struct {
@@ -196,12 +208,12 @@ func (d *dir) OpenDir(name string) (resolve.Dir, error) {
 // Close implements resolve.Dir; there is nothing to release.
 func (d *dir) Close() error { return nil }
 
-// file is an opened regular file: a snapshot of the node's bytes at open time.
+// file is an opened regular file: a snapshot of the node's bytes and stat at open time.
 type file struct {
 	data   []byte
 	off    int
 	closed bool
-	mtime  time.Time
+	stat   ports.FileStat
 	path   string
 }
 
@@ -225,9 +237,10 @@ func (f *file) Close() error {
 	return nil
 }
 
-func (f *file) Size() int64        { return int64(len(f.data)) }
-func (f *file) ModTime() time.Time { return f.mtime }
-func (f *file) Path() string       { return f.path }
+func (f *file) Size() int64          { return f.stat.Size }
+func (f *file) ModTime() time.Time   { return f.stat.ModTime }
+func (f *file) Stat() ports.FileStat { return f.stat }
+func (f *file) Path() string         { return f.path }
 
 // Mkdir makes the directory p (relative to the workdir, "/"-separated) and any missing
 // parents. An existing directory is kept as it is; anything else at p is replaced.
@@ -245,10 +258,28 @@ func (m *FS) Mkdir(p string) error {
 	return nil
 }
 
-// WriteFile puts a new regular file holding data at p, replacing whatever was there, and
-// makes any missing parents.
+// WriteFile puts a new regular file (a new inode) holding data at p, replacing whatever was
+// there, and makes any missing parents. Its change time is its modification time.
 func (m *FS) WriteFile(p string, data []byte, mtime time.Time) error {
-	return m.put(p, &node{kind: kindFile, data: append([]byte(nil), data...), mtime: mtime})
+	m.mu.Lock()
+	m.lastInode++
+	n := &node{kind: kindFile, data: append([]byte(nil), data...), inode: m.lastInode, mtime: mtime, ctime: mtime}
+	m.mu.Unlock()
+	return m.put(p, n)
+}
+
+// Rewrite changes the regular file at p in place, as a write through an open descriptor does:
+// the same inode now holds data, with the modification and change times given. A kernel sets
+// the change time itself at every change; the test names it, so it can also give a rewrite
+// the same times as before, as two rewrites within one timestamp tick get.
+func (m *FS) Rewrite(p string, data []byte, mtime, ctime time.Time) error {
+	return m.update("rewrite", p, func(_ *node, _ string, n *node) error {
+		if n.kind != kindFile {
+			return fmt.Errorf("memfs: rewrite %s: not a regular file", p)
+		}
+		n.data, n.mtime, n.ctime = append([]byte(nil), data...), mtime, ctime
+		return nil
+	})
 }
 
 // Symlink puts a symlink with the given target text at p, replacing whatever was there.
@@ -268,6 +299,23 @@ func (m *FS) MakeDevice(p string) error { return m.put(p, &node{kind: kindDevice
 // Deny takes every permission from the entry at p (not following a symlink there): a file
 // can no longer be read, a directory no longer searched or listed.
 func (m *FS) Deny(p string) error {
+	return m.update("deny", p, func(_ *node, _ string, n *node) error {
+		n.denied = true
+		return nil
+	})
+}
+
+// Remove removes the entry at p, a directory with everything beneath it.
+func (m *FS) Remove(p string) error {
+	return m.update("remove", p, func(parent *node, name string, _ *node) error {
+		delete(parent.children, name)
+		return nil
+	})
+}
+
+// update runs change on the existing entry at p, its parent and its name, under the write
+// lock; verb names the mutator when there is no such entry.
+func (m *FS) update(verb, p string, change func(parent *node, name string, n *node) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	parent, name, err := m.parent(p)
@@ -276,25 +324,9 @@ func (m *FS) Deny(p string) error {
 	}
 	n, ok := parent.children[name]
 	if !ok {
-		return fmt.Errorf("memfs: deny %s: no such entry", p)
+		return fmt.Errorf("memfs: %s %s: no such entry", verb, p)
 	}
-	n.denied = true
-	return nil
-}
-
-// Remove removes the entry at p, a directory with everything beneath it.
-func (m *FS) Remove(p string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	parent, name, err := m.parent(p)
-	if err != nil {
-		return err
-	}
-	if _, ok := parent.children[name]; !ok {
-		return fmt.Errorf("memfs: remove %s: no such entry", p)
-	}
-	delete(parent.children, name)
-	return nil
+	return change(parent, name, n)
 }
 
 func (m *FS) put(p string, n *node) error {

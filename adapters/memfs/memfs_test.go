@@ -2,6 +2,7 @@ package memfs_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/resplane/resplane/adapters/memfs"
 	"github.com/resplane/resplane/ports/porttest"
@@ -40,7 +41,16 @@ func build(t *testing.T, layout fixture.Layout) porttest.Fixture {
 		}
 	}
 	apply(layout)
-	return porttest.Fixture{FS: m, Workdir: workdir, Apply: apply}
+	// Each rewrite changes the file a second after the last change, as a kernel's clock would.
+	changed := fixture.MTime
+	rewrite := func(path, content string) {
+		t.Helper()
+		changed = changed.Add(time.Second)
+		if err := m.Rewrite(path, []byte(content), fixture.MTime, changed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return porttest.Fixture{FS: m, Workdir: workdir, Apply: apply, Rewrite: rewrite}
 }
 
 func create(m *memfs.FS, e fixture.Entry) error {

@@ -1,8 +1,10 @@
 package osfs
 
 import (
+	"context"
 	"fmt"
-	"os"
+	"io"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -82,8 +84,8 @@ func (fs *FS) openOnce(root string, rel pathpolicy.RelPath, class containment.Cl
 }
 
 // Walk implements ports.ExportFS.
-func (fs *FS) Walk(root string, class containment.Class, visit func(path string, f ports.File) error) error {
-	return resolve.Walk(fs.wd, fs.wdPath, root, class.FollowsSymlinks(), openLeaf, visit)
+func (fs *FS) Walk(ctx context.Context, root string, class containment.Class, visit func(path string, f ports.File) error) error {
+	return resolve.Walk(ctx, fs.wd, fs.wdPath, root, class.FollowsSymlinks(), openLeaf, visit)
 }
 
 // beneath is how every openat2 call resolves: never out of the workdir, through no symlink
@@ -161,12 +163,15 @@ func newFile(fd int, want any, path string) (ports.File, error) {
 		unix.Close(fd)
 		return nil, resolve.Replaced()
 	}
-	return &file{
-		f:     os.NewFile(uintptr(fd), path),
-		size:  st.Size,
-		mtime: time.Unix(st.Mtim.Unix()),
-		path:  path,
-	}, nil
+	return &file{fd: fd, stat: statOf(&st), path: path}, nil
+}
+
+// statOf is the identity of the version of a file st describes.
+func statOf(st *unix.Stat_t) ports.FileStat {
+	return ports.FileStat{
+		Device: uint64(st.Dev), Inode: uint64(st.Ino), Size: st.Size,
+		ModTime: time.Unix(st.Mtim.Unix()), ChangeTime: time.Unix(st.Ctim.Unix()),
+	}
 }
 
 // fileID identifies an inode.
@@ -174,23 +179,52 @@ type fileID struct{ dev, ino uint64 }
 
 func idOf(st *unix.Stat_t) fileID { return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)} }
 
-// file is an open regular file; size and mtime were read from its own descriptor.
+// file is an open regular file; its stat was read from its own descriptor. It reads with
+// read(2) on the descriptor itself rather than through an *os.File, whose setup costs a
+// listing, which opens every file and reads few, two more system calls per file (fcntl, and
+// epoll_ctl for the O_NONBLOCK open). A regular file's read never returns EAGAIN.
 type file struct {
-	f     *os.File
-	size  int64
-	mtime time.Time
-	path  string
+	fd   int // -1 once closed
+	stat ports.FileStat
+	path string
 }
 
-func (f *file) Read(p []byte) (int, error) { return f.f.Read(p) }
-func (f *file) Close() error               { return f.f.Close() }
-func (f *file) Size() int64                { return f.size }
-func (f *file) ModTime() time.Time         { return f.mtime }
-func (f *file) Path() string               { return f.path }
+func (f *file) Read(p []byte) (int, error) {
+	if f.fd < 0 {
+		return 0, fs.ErrClosed
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := retry(func() (int, error) { return unix.Read(f.fd, p) })
+	switch {
+	case err != nil:
+		return 0, &fs.PathError{Op: "read", Path: f.path, Err: err}
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (f *file) Close() error {
+	if f.fd < 0 {
+		return fs.ErrClosed
+	}
+	err := unix.Close(f.fd)
+	f.fd = -1
+	return err
+}
+
+func (f *file) Size() int64          { return f.stat.Size }
+func (f *file) ModTime() time.Time   { return f.stat.ModTime }
+func (f *file) Stat() ports.FileStat { return f.stat }
+func (f *file) Path() string         { return f.path }
 
 // refuse maps a system call's failure to its documented refusal (docs/operator-guide.md,
 // "Containment classes and symlinks"). The io_error text is the errno's description alone: no
-// number, no path.
+// number, no path; the errno is kept as its cause, so that a listing can tell permission
+// denied (errors.Is fs.ErrPermission), which it leaves out, from a descriptor shortage, which
+// it refuses.
 func refuse(err error) error {
 	errno, ok := err.(unix.Errno)
 	if !ok {
@@ -206,7 +240,7 @@ func refuse(err error) error {
 	case unix.EXDEV:
 		return refusal.New(refusal.OutsideRoot)
 	}
-	return refusal.IO(errno.Error())
+	return refusal.IO(errno.Error()).Wrapping(errno)
 }
 
 // retry repeats a system call a signal interrupted (EINTR), as the os package does.

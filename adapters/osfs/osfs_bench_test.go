@@ -5,6 +5,7 @@ package osfs_test
 // so scripts/bench.sh can print their ratio; none of them runs without -bench.
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -169,7 +170,7 @@ func BenchmarkWalk(b *testing.B) {
 		fsys := benchFS(b, wd)
 		visit := func(string, ports.File) error { return nil }
 		count := 0
-		if err := fsys.Walk(benchRoot+"/", containment.Scoped, func(string, ports.File) error { count++; return nil }); err != nil {
+		if err := fsys.Walk(context.Background(), benchRoot+"/", containment.Scoped, func(string, ports.File) error { count++; return nil }); err != nil {
 			b.Fatal(err)
 		}
 		if count != walkFiles {
@@ -178,7 +179,7 @@ func BenchmarkWalk(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			if err := fsys.Walk(benchRoot+"/", containment.Scoped, visit); err != nil {
+			if err := fsys.Walk(context.Background(), benchRoot+"/", containment.Scoped, visit); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,6 +1,7 @@
 package osfs_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -54,7 +55,16 @@ func builder(opts ...osfs.Option) porttest.Builder {
 		}
 		t.Cleanup(func() { fs.Close() })
 		apply := func(l fixture.Layout) { fixture.Write(t, wd, l) }
-		return porttest.Fixture{FS: enforcingPermissions(t, fs, layout), Workdir: wd, Apply: apply}
+		rewrite := func(path, content string) {
+			p := filepath.Join(wd, filepath.FromSlash(path))
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil { // O_TRUNC: the same inode
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, fixture.MTime, fixture.MTime); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return porttest.Fixture{FS: enforcingPermissions(t, fs, layout), Workdir: wd, Apply: apply, Rewrite: rewrite}
 	}
 }
 
@@ -86,8 +96,8 @@ func (u unprivileged) OpenFile(root string, rel pathpolicy.RelPath, class contai
 	return f, err
 }
 
-func (u unprivileged) Walk(root string, class containment.Class, visit func(string, ports.File) error) (err error) {
-	mustWithoutDAC(func() { err = u.fs.Walk(root, class, visit) })
+func (u unprivileged) Walk(ctx context.Context, root string, class containment.Class, visit func(string, ports.File) error) (err error) {
+	mustWithoutDAC(func() { err = u.fs.Walk(ctx, root, class, visit) })
 	return err
 }
 
@@ -183,7 +193,7 @@ func TestNoDescriptorLeaks(t *testing.T) {
 				}
 			}
 			for _, root := range []string{"out", "missing", "out/a.txt", "out/self"} {
-				_ = fx.FS.Walk(root, class, func(string, ports.File) error { return nil })
+				_ = fx.FS.Walk(context.Background(), root, class, func(string, ports.File) error { return nil })
 			}
 		}
 		if after := count(); after != before {

@@ -1,6 +1,7 @@
 package osfs_test
 
 import (
+	"context"
 	"io"
 	"path/filepath"
 	"strings"
@@ -125,7 +126,7 @@ func readOne(t *testing.T, fs ports.ExportFS, p pathpolicy.RelPath, class contai
 // were listed.
 func walkAll(t *testing.T, fs ports.ExportFS, class containment.Class) int {
 	n := 0
-	_ = fs.Walk("out", class, func(p string, f ports.File) error {
+	_ = fs.Walk(context.Background(), "out", class, func(p string, f ports.File) error {
 		n++
 		if f.Size() != int64(len("inside")) {
 			t.Errorf("%s: listed %q with the size of an outside file (%d)", class, p, f.Size())

@@ -30,6 +30,15 @@ import (
 // one more is treated as a loop (symlink_refused).
 const MaxSymlinks = 40
 
+// MaxLinkComponents is how many components the symlinks one resolution follows may splice in,
+// all of them together: every name, "..", "." and empty one of their texts counts, except the
+// leading components of an absolute target that spell the base's canonical path. One more is
+// symlink_refused, as a loop is. MaxSymlinks alone would let 40 links of 4095 bytes each make
+// one resolution walk some 65,000 components; this bounds the work whatever the links
+// hold, and still lets a link in the deepest directory a listing visits (MaxDepth) climb to
+// the root and come back down twice over (docs/decisions.md, "Listing and resolution bounds").
+const MaxLinkComponents = 4 * MaxDepth
+
 // Kind is what a name in a directory is, as seen without following it.
 type Kind uint8
 
@@ -153,111 +162,189 @@ type frame struct {
 	name string
 }
 
-// resolve walks names beneath base by rule r. names may hold "", "." (stay, but the current
-// position must be a directory) and ".." (pop); they are the same units a symlink's text is
-// split into.
-func resolve(base Dir, names []string, r rule) (*Result, error) {
-	stack := []frame{{dir: base}}
-	release := func() {
-		for i := len(stack) - 1; i > 0; i-- {
-			_ = stack[i].dir.Close()
-		}
-	}
+// resolution is one walk of names from a stack of opened directories.
+type resolution struct {
+	rule
+	// stack holds the opened directories from the base (stack[0]) down to the current one.
+	stack []frame
+	// borrowed is how many directories at the bottom of stack belong to the caller: they are
+	// never closed here, and stack is kept clipped above them so that pushing never writes
+	// over the caller's slice. The base is always borrowed.
+	borrowed int
 	// pending is a LIFO of the names still to resolve: the next one is last.
-	pending := pushReversed(nil, names)
-	links := 0
-	for len(pending) > 0 {
-		name := pending[len(pending)-1]
-		pending = pending[:len(pending)-1]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			if len(stack) == 1 {
-				release()
-				if !r.passOutside {
-					return nil, refusal.New(refusal.OutsideRoot)
-				}
-				rest, ok := reenter(r.boundary[:len(r.boundary)-1], popAll(&pending), r.boundary)
-				if !ok {
-					return nil, refusal.New(refusal.OutsideRoot)
-				}
-				pending = pushReversed(pending, rest)
-				continue
-			}
-			_ = stack[len(stack)-1].dir.Close()
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		node, err := stack[len(stack)-1].dir.Lookup(name)
+	pending []string
+	spent   spent
+	// memo, when not nil, remembers where the links met led (see links.go); watches are the
+	// links met and not yet resolved.
+	memo    linkMemo
+	watches []watch
+}
+
+// resolve walks names from the top of stack by rule r. stack holds opened directories from
+// the base down (at least the base); they belong to the caller and are never closed here.
+// names may hold "", "." (stay, but the current position must be a directory) and ".."
+// (pop); they are the same units a symlink's text is split into. memo, when not nil, is
+// consulted and filled so that a link met again is not resolved again (links.go).
+func resolve(stack []frame, names []string, r rule, memo linkMemo) (*Result, error) {
+	return newResolution(stack, r, memo).run(names)
+}
+
+func newResolution(stack []frame, r rule, memo linkMemo) *resolution {
+	return &resolution{rule: r, stack: slices.Clip(stack), borrowed: len(stack), memo: memo}
+}
+
+// run resolves names, then whatever is still pending.
+func (z *resolution) run(names []string) (*Result, error) {
+	z.pending = pushReversed(z.pending, names)
+	for len(z.pending) > 0 {
+		name := z.pending[len(z.pending)-1]
+		z.pending = z.pending[:len(z.pending)-1]
+		res, err := z.step(name)
 		if err != nil {
-			release()
-			return nil, refusal.From(err)
+			z.release()
+			return nil, err
 		}
-		switch node.Kind {
-		case Directory:
-			stack = append(stack, frame{dir: node.Dir, name: name})
-		case Symlink:
-			if !r.follow {
-				release()
-				return nil, refusal.New(refusal.SymlinkRefused)
-			}
-			if links++; links > MaxSymlinks {
-				release()
-				return nil, refusal.New(refusal.SymlinkRefused)
-			}
-			target := node.Target
-			if target == "" {
-				release()
-				return nil, refusal.New(refusal.NotFound)
-			}
-			if strings.HasPrefix(target, "/") {
-				match := beneath
-				if r.passOutside {
-					match = func(target, boundary []string) ([]string, bool) { return reenter(nil, target, boundary) }
-				}
-				rest, ok := match(strings.Split(target, "/"), r.boundary)
-				if !ok {
-					release()
-					return nil, refusal.New(refusal.OutsideRoot)
-				}
-				release()
-				stack = stack[:1]
-				pending = pushReversed(pending, rest)
-				continue
-			}
-			pending = pushReversed(pending, strings.Split(target, "/"))
-		default:
-			if len(pending) > 0 {
-				// A non-directory with names after it: ENOTDIR, which is answered not_found
-				// (docs/operator-guide.md, "Containment classes and symlinks").
-				release()
-				return nil, refusal.New(refusal.NotFound)
-			}
-			top := stack[len(stack)-1]
-			return &Result{
-				Path:   append(stackPath(stack), name),
-				Parent: top.dir,
-				Name:   name,
-				Node:   node,
-				owned:  stackDirs(stack),
-			}, nil
+		if res != nil {
+			return res, nil
 		}
+		z.settle(func() []string { return stackPath(z.stack) })
 	}
-	if len(stack) == 1 {
-		if !r.allowBase {
+	if len(z.stack) == 1 {
+		if !z.allowBase {
 			return nil, refusal.New(refusal.OutsideRoot)
 		}
-		return &Result{Node: Node{Kind: Directory, Dir: base}}, nil
+		return &Result{Node: Node{Kind: Directory, Dir: z.stack[0].dir}}, nil
 	}
-	top := stack[len(stack)-1]
+	top := z.stack[len(z.stack)-1]
 	return &Result{
-		Path:   stackPath(stack),
-		Parent: stack[len(stack)-2].dir,
+		Path:   stackPath(z.stack),
+		Parent: z.stack[len(z.stack)-2].dir,
 		Name:   top.name,
 		Node:   Node{Kind: Directory, Dir: top.dir},
-		owned:  stackDirs(stack),
+		owned:  z.owned(),
 	}, nil
+}
+
+// step resolves one name. It returns a Result when the name is the final component and not
+// a directory, an error when resolution fails, and neither when it goes on.
+func (z *resolution) step(name string) (*Result, error) {
+	switch name {
+	case "", ".":
+		return nil, nil
+	case "..":
+		return nil, z.up()
+	}
+	node, err := z.stack[len(z.stack)-1].dir.Lookup(name)
+	if err != nil {
+		return nil, z.fail(refusal.From(err), false)
+	}
+	switch node.Kind {
+	case Directory:
+		z.stack = append(z.stack, frame{dir: node.Dir, name: name})
+		return nil, nil
+	case Symlink:
+		return nil, z.followLink(name, node.Target)
+	}
+	path := append(stackPath(z.stack), name)
+	z.settle(func() []string { return path })
+	if len(z.pending) > 0 {
+		// A non-directory with names after it: ENOTDIR, which is answered not_found
+		// (docs/operator-guide.md, "Containment classes and symlinks").
+		return nil, z.fail(refusal.New(refusal.NotFound), false)
+	}
+	return &Result{Path: path, Parent: z.stack[len(z.stack)-1].dir, Name: name, Node: node, owned: z.owned()}, nil
+}
+
+// up resolves "..": it pops the stack, and at the base it leaves the base, which only a rule
+// with passOutside survives.
+func (z *resolution) up() error {
+	if len(z.stack) > 1 {
+		top := len(z.stack) - 1
+		if top >= z.borrowed {
+			_ = z.stack[top].dir.Close()
+			z.stack = z.stack[:top]
+		} else {
+			// Clipped, so that the next push cannot write over the caller's stack.
+			z.stack = z.stack[:top:top]
+			z.borrowed = top
+		}
+		return nil
+	}
+	if !z.passOutside {
+		return z.fail(refusal.New(refusal.OutsideRoot), false)
+	}
+	rest, ok := reenter(z.boundary[:len(z.boundary)-1], popAll(&z.pending), z.boundary)
+	if !ok {
+		return refusal.New(refusal.OutsideRoot)
+	}
+	z.pending = pushReversed(z.pending, rest)
+	return nil
+}
+
+// followLink splices the text of the symlink name in place of it, within the bounds
+// (MaxSymlinks, MaxLinkComponents): a relative target continues from the link's directory,
+// an absolute one from the base, once its leading components proved to be the base's
+// canonical path.
+func (z *resolution) followLink(name, target string) error {
+	if !z.follow {
+		return z.fail(refusal.New(refusal.SymlinkRefused), false)
+	}
+	if z.memo != nil {
+		key := z.key(name)
+		if o, ok := z.memo[key]; ok {
+			if done, err := z.recall(o); done {
+				return err
+			}
+		}
+		z.watches = append(z.watches, watch{key: key, depth: len(z.pending), start: z.spent})
+	}
+	if z.spent.links++; z.spent.exceeded() {
+		return z.fail(refusal.New(refusal.SymlinkRefused), true)
+	}
+	if target == "" {
+		return z.fail(refusal.New(refusal.NotFound), false)
+	}
+	names := strings.Split(target, "/")
+	if strings.HasPrefix(target, "/") {
+		match := beneath
+		if z.passOutside {
+			match = func(target, boundary []string) ([]string, bool) { return reenter(nil, target, boundary) }
+		}
+		rest, ok := match(names, z.boundary)
+		if !ok {
+			return z.fail(refusal.New(refusal.OutsideRoot), false)
+		}
+		names = rest
+		z.toBase()
+	}
+	if z.spent.components += len(names); z.spent.exceeded() {
+		return z.fail(refusal.New(refusal.SymlinkRefused), true)
+	}
+	z.pending = pushReversed(z.pending, names)
+	return nil
+}
+
+// toBase closes the directories this resolution opened and goes back to the base.
+func (z *resolution) toBase() {
+	z.release()
+	z.stack = z.stack[:1:1]
+	z.borrowed = 1
+}
+
+// release closes the directories this resolution opened, top first.
+func (z *resolution) release() {
+	for i := len(z.stack) - 1; i >= z.borrowed; i-- {
+		_ = z.stack[i].dir.Close()
+	}
+}
+
+// owned lists the directories this resolution opened, which the Result it returns owns.
+func (z *resolution) owned() []Dir {
+	dirs := make([]Dir, 0, len(z.stack)-z.borrowed)
+	for _, f := range z.stack[z.borrowed:] {
+		dirs = append(dirs, f.dir)
+	}
+	return dirs
 }
 
 // beneath matches the components of an absolute symlink target against the base's
@@ -330,14 +417,6 @@ func stackPath(stack []frame) []string {
 	return p
 }
 
-func stackDirs(stack []frame) []Dir {
-	dirs := make([]Dir, 0, len(stack)-1)
-	for _, f := range stack[1:] {
-		dirs = append(dirs, f.dir)
-	}
-	return dirs
-}
-
 // components splits a canonical absolute path into its names.
 func components(abs string) []string {
 	var c []string
@@ -359,12 +438,12 @@ func root(workdir Dir, workdirPath, declared string) (*Result, string, error) {
 	if declared == "" || strings.HasPrefix(declared, "/") {
 		return nil, "", refusal.New(refusal.OutsideRoot)
 	}
-	r, err := resolve(workdir, strings.Split(declared, "/"), rule{
+	r, err := resolve([]frame{{dir: workdir}}, strings.Split(declared, "/"), rule{
 		boundary:    components(workdirPath),
 		follow:      true,
 		allowBase:   true,
 		passOutside: true,
-	})
+	}, nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -375,12 +454,16 @@ func root(workdir Dir, workdirPath, declared string) (*Result, string, error) {
 	return r, path.Join(append([]string{workdirPath}, r.Path...)...), nil
 }
 
-// file resolves names beneath an export root by the class rule (docs/operator-guide.md,
-// "Containment classes and symlinks") and requires
-// a regular file: a directory, FIFO, socket or device is not_a_regular_file, and a final
-// target that is the root itself outside_root.
-func file(rootDir Dir, rootPath string, names []string, follow bool) (*Result, error) {
-	r, err := resolve(rootDir, names, rule{boundary: components(rootPath), follow: follow})
+// file resolves names from the top of stack, whose bottom is an export root, by the class
+// rule r (docs/operator-guide.md, "Containment classes and symlinks") and requires a regular
+// file. stack stays the caller's; memo is as for resolve.
+func file(stack []frame, r rule, names []string, memo linkMemo) (*Result, error) {
+	return regular(resolve(stack, names, r, memo))
+}
+
+// regular passes on a resolution that ended on a regular file: a directory, FIFO, socket or
+// device is not_a_regular_file, and a final target that is the root itself outside_root.
+func regular(r *Result, err error) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -389,6 +472,12 @@ func file(rootDir Dir, rootPath string, names []string, follow bool) (*Result, e
 		return nil, refusal.New(refusal.NotARegularFile)
 	}
 	return r, nil
+}
+
+// beneathRoot is the class rule beneath an export root whose canonical absolute path is
+// rootPath: follow is true under sealed and advisory, false under scoped.
+func beneathRoot(rootPath string, follow bool) rule {
+	return rule{boundary: components(rootPath), follow: follow}
 }
 
 // Open resolves the declared root beneath workdir (whose canonical absolute path is
@@ -408,7 +497,7 @@ func Open[F any](workdir Dir, workdirPath, declared string, names []string, foll
 		return zero, err
 	}
 	defer rt.close()
-	r, err := file(rt.Node.Dir, rootPath, names, follow)
+	r, err := file([]frame{{dir: rt.Node.Dir}}, beneathRoot(rootPath, follow), names, nil)
 	if err != nil {
 		return zero, err
 	}

@@ -1,7 +1,9 @@
 package resolve
 
 import (
+	"context"
 	"errors"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,11 +13,14 @@ import (
 	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
-// fakeFS is a tiny in-test tree built from a fixture.Layout. It has no outside, and it denies
-// only directories (a denied directory's contents cannot be read).
+// fakeFS is a tiny in-test tree built from a fixture.Layout. It has no outside. A denied
+// directory's contents cannot be read, and a denied file cannot be opened.
 type fakeFS struct {
-	top  *fakeNode
-	open int // directories opened and not yet closed
+	top     *fakeNode
+	open    int // directories opened and not yet closed
+	maxOpen int // the most directories open at once
+	// lookups counts the lookups of each node; a symlink's text is read by each.
+	lookups map[*fakeNode]int
 }
 
 type fakeNode struct {
@@ -24,6 +29,8 @@ type fakeNode struct {
 	target   string
 	denied   bool
 	children map[string]*fakeNode
+	// fail, when set, is what looking the node up, opening it or listing it fails with.
+	fail error
 }
 
 // kinds maps each kind of layout entry to the kind resolution sees.
@@ -34,10 +41,10 @@ var kinds = map[fixture.Kind]Kind{
 
 func newFake(t *testing.T, layout fixture.Layout) *fakeFS {
 	t.Helper()
-	fs := &fakeFS{top: &fakeNode{kind: Directory, children: map[string]*fakeNode{}}}
+	fs := &fakeFS{top: &fakeNode{kind: Directory, children: map[string]*fakeNode{}}, lookups: map[*fakeNode]int{}}
 	for _, e := range layout.Entries(workdir) {
-		if e.Outside() || e.Denied && e.Kind != fixture.Dir {
-			t.Fatalf("layout: the fake tree has no outside and denies only directories: %s", e.Path)
+		if e.Outside() {
+			t.Fatalf("layout: the fake tree has no outside: %s", e.Path)
 		}
 		n := &fakeNode{kind: kinds[e.Kind], content: e.Data, target: e.Target, denied: e.Denied}
 		if n.kind == Directory {
@@ -70,7 +77,20 @@ func (fs *fakeFS) put(t *testing.T, p string, n *fakeNode) {
 
 func (fs *fakeFS) dir(n *fakeNode) *fakeDir {
 	fs.open++
+	fs.maxOpen = max(fs.maxOpen, fs.open)
 	return &fakeDir{fs: fs, n: n}
+}
+
+// node returns the node at p, which must exist.
+func (fs *fakeFS) node(t *testing.T, p string) *fakeNode {
+	t.Helper()
+	n := fs.top
+	for _, name := range strings.Split(p, "/") {
+		if n = n.children[name]; n == nil {
+			t.Fatalf("no %s in the fake tree", p)
+		}
+	}
+	return n
 }
 
 type fakeDir struct {
@@ -84,11 +104,15 @@ func (d *fakeDir) Lookup(name string) (Node, error) {
 		panic("Lookup(" + name + ")")
 	}
 	if d.n.denied {
-		return Node{}, refusal.IO("permission denied")
+		return Node{}, denied()
 	}
 	c, ok := d.n.children[name]
 	if !ok {
 		return Node{}, refusal.New(refusal.NotFound)
+	}
+	d.fs.lookups[c]++
+	if c.fail != nil {
+		return Node{}, c.fail
 	}
 	switch c.kind {
 	case Directory:
@@ -101,7 +125,7 @@ func (d *fakeDir) Lookup(name string) (Node, error) {
 
 func (d *fakeDir) Entries() ([]Entry, error) {
 	if d.n.denied {
-		return nil, refusal.IO("permission denied")
+		return nil, denied()
 	}
 	var es []Entry
 	for name, c := range d.n.children {
@@ -112,8 +136,11 @@ func (d *fakeDir) Entries() ([]Entry, error) {
 
 func (d *fakeDir) OpenDir(name string) (Dir, error) {
 	c, ok := d.n.children[name]
-	if !ok || c.kind != Directory {
+	switch {
+	case !ok || c.kind != Directory:
 		return nil, refusal.New(refusal.NotFound)
+	case c.fail != nil:
+		return nil, c.fail
 	}
 	return d.fs.dir(c), nil
 }
@@ -140,13 +167,24 @@ func (fs *fakeFS) openLeaf(r *Result) (fakeFile, error) {
 		panic("leaf opened through a closed directory")
 	}
 	n := parent.n.children[r.Name]
-	if n == nil || n != r.Node.ID && r.Node.ID != nil || n.kind != Regular {
+	switch {
+	case n == nil:
+		return fakeFile{}, refusal.New(refusal.NotFound)
+	case n.fail != nil:
+		return fakeFile{}, n.fail
+	case n.denied:
+		return fakeFile{}, denied()
+	case n != r.Node.ID && r.Node.ID != nil || n.kind != Regular:
 		return fakeFile{}, errors.New("leaf changed")
 	}
 	return fakeFile{content: n.content, path: strings.Join(r.Path, "/")}, nil
 }
 
 const workdir = "/srv/wd"
+
+// denied is the refusal a real directory answers without permission: io_error, keeping the
+// permission error as its cause, as adapters do.
+func denied() error { return refusal.IO("permission denied").Wrapping(fs.ErrPermission) }
 
 type outcome struct {
 	code    refusal.Code
@@ -368,7 +406,7 @@ func TestWalkListing(t *testing.T) {
 			t.Run(c.rule+"/"+class, func(t *testing.T) {
 				fs := newFake(t, c.layout)
 				var got []string
-				err := Walk(fs.dir(fs.top), workdir, "out", follow, fs.openLeaf, func(p string, f fakeFile) error {
+				err := Walk(context.Background(), fs.dir(fs.top), workdir, "out", follow, fs.openLeaf, func(p string, f fakeFile) error {
 					got = append(got, p+"="+f.content)
 					return nil
 				})
@@ -396,7 +434,7 @@ func TestWalkStopsAtVisitError(t *testing.T) {
 	fs := newFake(t, fixture.Layout{"out/a": "A", "out/d/b": "B", "out/d/c": "C"})
 	stop := errors.New("stop")
 	var seen []string
-	err := Walk(fs.dir(fs.top), workdir, "out", true, fs.openLeaf, func(p string, _ fakeFile) error {
+	err := Walk(context.Background(), fs.dir(fs.top), workdir, "out", true, fs.openLeaf, func(p string, _ fakeFile) error {
 		seen = append(seen, p)
 		if p == "d/b" {
 			return stop

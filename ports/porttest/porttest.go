@@ -4,6 +4,7 @@
 package porttest
 
 import (
+	"context"
 	"errors"
 	"io"
 	"maps"
@@ -29,6 +30,10 @@ type Fixture struct {
 	// replaces whatever was at its path (a whole directory included), except that a directory
 	// entry keeps an existing directory.
 	Apply func(fixture.Layout)
+	// Rewrite changes the regular file at path (relative to the workdir) in place, as a write
+	// through an open descriptor does: the same inode then holds content, and its
+	// modification time is set back to fixture.MTime (touch -d).
+	Rewrite func(path, content string)
 }
 
 // Builder makes a fresh workdir holding layout and an ExportFS over it; every regular file has
@@ -59,6 +64,7 @@ func RunExportFS(t *testing.T, build Builder) {
 	t.Run("OpenFile", func(t *testing.T) { runOpenFile(t, build) })
 	t.Run("Walk", func(t *testing.T) { runWalk(t, build) })
 	t.Run("Changes", func(t *testing.T) { runChanges(t, build) })
+	t.Run("Stat", func(t *testing.T) { runStat(t, build) })
 }
 
 // want is one expected answer: a refusal code, or a served file's content and canonical path.
@@ -368,7 +374,7 @@ func list(t *testing.T, fs ports.ExportFS, root string, class containment.Class)
 	got := []string{}
 	var err error
 	within(t, func() {
-		err = fs.Walk(root, class, func(p string, f ports.File) error {
+		err = fs.Walk(context.Background(), root, class, func(p string, f ports.File) error {
 			data, rerr := io.ReadAll(f)
 			if rerr != nil {
 				t.Errorf("reading %q: %v", p, rerr)
@@ -435,7 +441,7 @@ func runChanges(t *testing.T, build Builder) {
 		fx := build(t, with(around, fixture.Layout{"out/a": "A", "out/b": "B", "out/c": "C"}))
 		stop := errors.New("stop")
 		var seen []string
-		err := fx.FS.Walk("out", containment.Sealed, func(p string, _ ports.File) error {
+		err := fx.FS.Walk(context.Background(), "out", containment.Sealed, func(p string, _ ports.File) error {
 			seen = append(seen, p)
 			if p == "b" {
 				return stop
@@ -449,7 +455,7 @@ func runChanges(t *testing.T, build Builder) {
 	t.Run("a file handed to visit is closed after visit returns", func(t *testing.T) {
 		fx := build(t, with(around, fixture.Layout{"out/a": "A"}))
 		var kept ports.File
-		err := fx.FS.Walk("out", containment.Sealed, func(_ string, f ports.File) error {
+		err := fx.FS.Walk(context.Background(), "out", containment.Sealed, func(_ string, f ports.File) error {
 			kept = f
 			return nil
 		})
@@ -460,6 +466,91 @@ func runChanges(t *testing.T, build Builder) {
 			t.Errorf("Read after Walk returned = %d, %v; want a closed-file error", n, err)
 		}
 	})
+}
+
+func runStat(t *testing.T, build Builder) {
+	layout := with(around, fixture.Layout{"out/a.txt": "A", "out/b.txt": "B", "out/l -> a.txt": ""})
+	a, l := mustParse(t, "a.txt"), mustParse(t, "l")
+	t.Run("Stat describes the opened file, as Size and ModTime do", func(t *testing.T) {
+		fx := build(t, layout)
+		st := statOf(t, fx, a)
+		if st.Size != 1 || !st.ModTime.Equal(fixture.MTime) || st.Inode == 0 || st.ChangeTime.IsZero() {
+			t.Errorf("Stat = %+v, want size 1, mtime %v, an inode and a change time", st, fixture.MTime)
+		}
+	})
+	t.Run("an untouched file has the same Stat at every open, through a link and in a listing", func(t *testing.T) {
+		fx := build(t, layout)
+		want := statOf(t, fx, a)
+		seen := []ports.FileStat{statOf(t, fx, a), statOf(t, fx, l)}
+		err := fx.FS.Walk(context.Background(), "out", containment.Sealed, func(p string, f ports.File) error {
+			if p != "b.txt" {
+				seen = append(seen, f.Stat())
+			}
+			return nil
+		})
+		if err != nil || len(seen) != 4 {
+			t.Fatalf("Walk = %v, saw %d files", err, len(seen))
+		}
+		for i, st := range seen {
+			if !sameStat(st, want) {
+				t.Errorf("open %d: Stat = %+v, want %+v", i, st, want)
+			}
+		}
+	})
+	t.Run("two files have different inodes", func(t *testing.T) {
+		fx := build(t, layout)
+		sa, sb := statOf(t, fx, a), statOf(t, fx, mustParse(t, "b.txt"))
+		if sa.Device == sb.Device && sa.Inode == sb.Inode {
+			t.Errorf("a.txt and b.txt share the inode %d", sa.Inode)
+		}
+	})
+	t.Run("a file rewritten in place keeps its inode and its change time does not go back", func(t *testing.T) {
+		fx := build(t, layout)
+		before := statOf(t, fx, a)
+		fx.Rewrite("out/a.txt", "rewritten")
+		after := statOf(t, fx, a)
+		if after.Device != before.Device || after.Inode != before.Inode || after.Size != int64(len("rewritten")) ||
+			!after.ModTime.Equal(fixture.MTime) || after.ChangeTime.Before(before.ChangeTime) {
+			t.Errorf("Stat went from %+v to %+v", before, after)
+		}
+	})
+	t.Run("a walk stops with io_error when its context ends", func(t *testing.T) {
+		fx := build(t, layout)
+		ctx, cancel := context.WithCancel(context.Background())
+		visited := 0
+		err := fx.FS.Walk(ctx, "out", containment.Sealed, func(string, ports.File) error {
+			visited++
+			cancel()
+			return nil
+		})
+		if !refusal.Is(err, refusal.IOError) || visited != 1 {
+			t.Errorf("Walk = %v after %d visits, want io_error after the visit that ended its context", err, visited)
+		}
+		if err := fx.FS.Walk(ctx, "out", containment.Sealed, func(string, ports.File) error {
+			t.Error("a walk under an ended context visited a file")
+			return nil
+		}); !refusal.Is(err, refusal.IOError) {
+			t.Errorf("Walk under an ended context = %v, want io_error", err)
+		}
+	})
+}
+
+// statOf opens rel beneath out/ under sealed and returns its Stat.
+func statOf(t *testing.T, fx Fixture, rel pathpolicy.RelPath) ports.FileStat {
+	t.Helper()
+	f, err := fx.FS.OpenFile("out", rel, containment.Sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if st := f.Stat(); st.Size != f.Size() || !st.ModTime.Equal(f.ModTime()) {
+		t.Errorf("Stat %+v disagrees with Size %d and ModTime %v", st, f.Size(), f.ModTime())
+	}
+	return f.Stat()
+}
+
+func sameStat(a, b ports.FileStat) bool {
+	return a.Device == b.Device && a.Inode == b.Inode && a.Size == b.Size && a.ModTime.Equal(b.ModTime) && a.ChangeTime.Equal(b.ChangeTime)
 }
 
 func mustParse(t *testing.T, raw string) pathpolicy.RelPath {

@@ -2,13 +2,17 @@ package resplane
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
@@ -19,6 +23,7 @@ import (
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
+	"github.com/resplane/resplane/adapters/spool"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
@@ -55,7 +60,41 @@ func provideInbox(p Paths, _ *osfs.FS) (*osfs.Inbox, func(), error) {
 	return in, func() { _ = in.Close() }, nil
 }
 
-func provideBudget(lim Limits) (*budget.Budget, error) { return budget.New(lim.ReadBufferBudget) }
+// provideSpool opens the spool directory; the unused *jsonl.File orders it after the trace, which
+// creates the session directory that is the default spool directory. On a filesystem without
+// unnamed files it logs one warning and returns no spool: every read is then buffered in
+// memory.
+func provideSpool(p Paths, logger zerolog.Logger, _ *jsonl.File) (ports.Spool, func(), error) {
+	dir, err := spool.Open(p.SpoolDir)
+	switch {
+	case errors.Is(err, spool.ErrNoUnnamedFiles):
+		logger.Warn().Err(err).Msg("no spool: every read is buffered in memory, within --read-buffer-budget; " +
+			"give --spool-dir a directory on a local filesystem such as ext4, XFS, btrfs or tmpfs")
+		return nil, func() {}, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	return dir, func() { _ = dir.Close() }, nil
+}
+
+// provideBudgets makes the memory and spool budgets. Without a spool every read is buffered in
+// memory, so the memory budget's default grows to one read of the largest max_bytes; a budget
+// given explicitly is kept as it is (a read larger than all of it then fails io_error).
+func provideBudgets(m manifest.Manifest, lim Limits, sp ports.Spool) (application.Budgets, error) {
+	total, err := budget.TotalFor(m, lim.ReadBufferBudget, sp != nil)
+	if err != nil {
+		total = lim.ReadBufferBudget
+	}
+	memory, err := budget.New("--read-buffer-budget", total)
+	if err != nil {
+		return application.Budgets{}, err
+	}
+	spooled, err := budget.New("--spool-budget", lim.SpoolBudget)
+	if err != nil {
+		return application.Budgets{}, err
+	}
+	return application.Budgets{Memory: memory, Spool: spooled}, nil
+}
 
 // provideInstanceKey generates the minting key when exports.peer_files is declared; the
 // cleanup overwrites it with zeros. Otherwise no key is generated: the key is the zero
@@ -155,8 +194,20 @@ func provideAgentCard(m manifest.Manifest, id Identity, network Network) httpapi
 // socket.
 type resourceListener struct{ net.Listener }
 
-func provideResourceListener(bound net.Listener) resourceListener {
-	return resourceListener{limits.Listen(bound, limits.DefaultMaxConns)}
+// provideResourceListener caps the connections (limits.Caps defaults) and logs, at most once a
+// minute, that an address reached its share and its further connections are being closed.
+func provideResourceListener(bound net.Listener, logger zerolog.Logger) resourceListener {
+	refusals := rate.Sometimes{Interval: time.Minute}
+	return resourceListener{limits.Listen(bound, limits.Caps{Refused: func(addr netip.Addr) {
+		refusals.Do(func() {
+			logger.Warn().Str("remote", addr.String()).
+				Msg("a client address holds its share of the resource listener's connections; its further connections are closed at once")
+		})
+	}})}
+}
+
+func provideResources(files *application.Files, peer *application.Redeem, card httpapi.AgentCard, lim Limits) *httpapi.Resources {
+	return httpapi.NewResources(files, peer, card, lim.SendTimeout)
 }
 
 // resourceServer serves the resource listener; a distinct type so wire can tell it from the
@@ -169,7 +220,7 @@ func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi
 		Handler: requests.track(httpapi.NewEcho(resources, logger)), BaseContext: requests.baseContext,
 		ErrorLog: log.New(logger, "", 0),
 	}
-	limits.Harden(srv, limits.Options{ReadHeaderTimeout: lim.ReadHeaderTimeout})
+	limits.Harden(srv, limits.Options{ReadHeaderTimeout: lim.ReadHeaderTimeout, WriteTimeout: lim.SendTimeout})
 	return resourceServer{srv}
 }
 

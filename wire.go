@@ -5,9 +5,7 @@ package resplane
 import (
 	"github.com/google/wire"
 
-	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
-	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/osfs"
@@ -33,8 +31,8 @@ var adapterSet = wire.NewSet(
 	wire.Bind(new(ports.ExportFS), new(*osfs.FS)),
 	provideInbox,
 	wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)),
-	provideBudget,
-	wire.Bind(new(ports.ReadBudget), new(*budget.Budget)),
+	provideSpool,
+	provideBudgets,
 	provideInstanceKey,
 	wire.Bind(new(ports.InstanceKey), new(*keys.Random)),
 	wire.Struct(new(keys.RandomNonce)),
@@ -63,7 +61,7 @@ var applicationSet = wire.NewSet(
 var handlerSet = wire.NewSet(
 	provideTools,
 	provideAgentCard,
-	httpapi.NewResources,
+	provideResources,
 	provideControlAPI,
 )
 
@@ -94,7 +92,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	wire.Build(
 		launchSet,
-		wire.FieldsOf(new(HandlerPorts), "FS", "Budget", "Clock", "Trace", "Key", "Nonces", "Cards", "Redeemer", "Inbox"),
+		wire.FieldsOf(new(HandlerPorts), "FS", "Budgets", "Spool", "Clock", "Trace", "Key", "Nonces", "Cards", "Redeemer", "Inbox"),
 		applicationSet, handlerSet, wire.Struct(new(Handlers), "*"),
 	)
 	return nil, nil

@@ -8,9 +8,7 @@ package resplane
 
 import (
 	"github.com/google/wire"
-	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
-	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/osfs"
@@ -34,12 +32,6 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	budget, err := provideBudget(limits)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	reader := application.NewReader(budget)
 	identity := l.Identity
 	system := &clock.System{}
 	file, cleanup2, err := provideTrace(identity, paths, logger, system, fs)
@@ -47,9 +39,24 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	files := provideFiles(manifest, session, fs, reader, file)
-	random, cleanup3, err := provideInstanceKey(manifest)
+	spool, cleanup3, err := provideSpool(paths, logger, file)
 	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	budgets, err := provideBudgets(manifest, limits, spool)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	reader := application.NewReader(budgets, spool)
+	files := provideFiles(manifest, session, fs, reader, file)
+	random, cleanup4, err := provideInstanceKey(manifest)
+	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
@@ -58,19 +65,20 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	redeem := provideRedeem(manifest, peerIssuer, session, fs, reader, system, file)
 	network := l.Network
 	agentCard := provideAgentCard(manifest, identity, network)
-	resources := httpapi.NewResources(files, redeem, agentCard)
+	resources := provideResources(files, redeem, agentCard, limits)
 	resplaneInflight := newInflight()
 	resplaneResourceServer := provideResourceServer(limits, logger, resources, resplaneInflight)
 	listener := l.Listener
-	resplaneResourceListener := provideResourceListener(listener)
+	resplaneResourceListener := provideResourceListener(listener, logger)
 	tasks := application.NewTasks(session)
 	certPool := network.PeerRoots
 	cardFetcher := provideCardFetcher(certPool)
 	randomNonce := keys.RandomNonce{}
 	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, file)
 	redeemer := provideRedeemer(certPool)
-	inbox, cleanup4, err := provideInbox(paths, fs)
+	inbox, cleanup5, err := provideInbox(paths, fs)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
@@ -79,8 +87,9 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, redeemer, inbox, file)
 	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger)
 	resplaneControlServer := provideControlServer(limits, logger, api, resplaneInflight)
-	resplaneControlListener, cleanup5, err := provideControlListener(paths, file)
+	resplaneControlListener, cleanup6, err := provideControlListener(paths, file)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -90,6 +99,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	v := provideTools(api)
 	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, file, session, v)
 	return service, func() {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -108,8 +118,9 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	class := l.Containment
 	session := provideSession(class)
 	exportFS := p.FS
-	readBudget := p.Budget
-	reader := application.NewReader(readBudget)
+	budgets := p.Budgets
+	spool := p.Spool
+	reader := application.NewReader(budgets, spool)
 	traceSink := p.Trace
 	files := provideFiles(manifest, session, exportFS, reader, traceSink)
 	identity := l.Identity
@@ -119,12 +130,12 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	redeem := provideRedeem(manifest, peerIssuer, session, exportFS, reader, portsClock, traceSink)
 	network := l.Network
 	agentCard := provideAgentCard(manifest, identity, network)
-	resources := httpapi.NewResources(files, redeem, agentCard)
+	limits := l.Limits
+	resources := provideResources(files, redeem, agentCard, limits)
 	tasks := application.NewTasks(session)
 	cardFetcher := p.Cards
 	nonceSource := p.Nonces
 	shareFile := provideShareFile(manifest, peerIssuer, session, exportFS, cardFetcher, nonceSource, portsClock, traceSink)
-	limits := l.Limits
 	peerRedeemer := p.Redeemer
 	peerInbox := p.Inbox
 	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, peerRedeemer, peerInbox, traceSink)
@@ -146,7 +157,10 @@ var launchSet = wire.NewSet(wire.FieldsOf(new(Launch), "Manifest", "Identity", "
 
 // adapterSet provides the outbound adapters and binds each to the port it implements. This is
 // the one place where a concrete adapter meets its port.
-var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideBudget, wire.Bind(new(ports.ReadBudget), new(*budget.Budget)), provideInstanceKey, wire.Bind(new(ports.InstanceKey), new(*keys.Random)), wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideTrace, wire.Bind(new(ports.TraceSink), new(*jsonl.File)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)))
+var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideSpool,
+	provideBudgets,
+	provideInstanceKey, wire.Bind(new(ports.InstanceKey), new(*keys.Random)), wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideTrace, wire.Bind(new(ports.TraceSink), new(*jsonl.File)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
+)
 
 // applicationSet provides the use cases.
 var applicationSet = wire.NewSet(
@@ -160,7 +174,9 @@ var applicationSet = wire.NewSet(
 // handlerSet provides the inbound handlers: the resource listener's routes and the control API.
 var handlerSet = wire.NewSet(
 	provideTools,
-	provideAgentCard, httpapi.NewResources, provideControlAPI,
+	provideAgentCard,
+	provideResources,
+	provideControlAPI,
 )
 
 // edgeSet provides the inbound side: the handlers, the resource listener and the control

@@ -10,7 +10,7 @@ import (
 
 func newBudget(t *testing.T, total int64) *Budget {
 	t.Helper()
-	b, err := New(total)
+	b, err := New("--read-buffer-budget", total)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func hasRoomFor(b *Budget, n int64) bool {
 
 func TestNewRefusesAnEmptyBudget(t *testing.T) {
 	for _, total := range []int64{0, -1} {
-		if _, err := New(total); err == nil {
+		if _, err := New("--read-buffer-budget", total); err == nil {
 			t.Errorf("New(%d) succeeded", total)
 		}
 	}
@@ -94,7 +94,7 @@ func TestReserveMoreThanTheWholeBudgetFailsAtOnce(t *testing.T) {
 	if !errors.Is(err, ErrExceedsBudget) {
 		t.Fatalf("err = %v, want ErrExceedsBudget", err)
 	}
-	for _, want := range []string{"read buffer budget", "101", "100", "--read-buffer-budget"} {
+	for _, want := range []string{"101", "100", "--read-buffer-budget"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message %q does not mention %q", err, want)
 		}
@@ -170,7 +170,7 @@ func TestMisuse(t *testing.T) {
 }
 
 func TestTryReserveNeverBlocks(t *testing.T) {
-	b, err := New(100)
+	b, err := New("--read-buffer-budget", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,5 +186,29 @@ func TestTryReserveNeverBlocks(t *testing.T) {
 	b.Release(60)
 	if !b.TryReserve(100) {
 		t.Fatal("the whole budget was refused once free")
+	}
+}
+
+func TestHeldAndWaitingReportWhatTheBudgetHolds(t *testing.T) {
+	b := newBudget(t, 100)
+	if err := b.Reserve(context.Background(), 70); err != nil {
+		t.Fatal(err)
+	}
+	if !b.TryReserve(10) {
+		t.Fatal("TryReserve(10) with 30 free failed")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := reserveAsync(ctx, b, 50)
+	waiting(t, done)
+	if b.Held() != 80 || b.Waiting() != 50 {
+		t.Fatalf("Held %d, Waiting %d; want 80 and 50", b.Held(), b.Waiting())
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled Reserve succeeded")
+	}
+	b.Release(70)
+	if b.Held() != 10 || b.Waiting() != 0 {
+		t.Fatalf("after a cancel and a release: Held %d, Waiting %d; want 10 and 0", b.Held(), b.Waiting())
 	}
 }

@@ -3,8 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
+	"os"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -47,22 +51,84 @@ type errorBody struct {
 	Message string `json:"message"`
 }
 
-// writeResource sends a complete response under /resources/: every such response carries an
-// exact content-length and connection: close. headers holds the plane's provenance headers.
+// writeResource sends a complete response under /resources/ whose body is small (a refusal):
+// one write, within the server's write timeout. Every such response carries an exact
+// content-length and connection: close; headers holds the plane's provenance headers.
 func writeResource(c echo.Context, status int, contentType string, headers map[string]string, body []byte) error {
+	setHead(c, status, contentType, headers, int64(len(body)))
+	c.Response().WriteHeader(status)
+	_, err := c.Response().Write(body)
+	return err
+}
+
+// setHead sets the headers every response under /resources/ carries: the plane's provenance
+// headers, content-type, an exact content-length, connection: close, and allow on a 405.
+func setHead(c echo.Context, status int, contentType string, headers map[string]string, size int64) {
 	h := c.Response().Header()
 	for k, v := range headers {
 		h[k] = []string{v}
 	}
 	h.Set(echo.HeaderContentType, contentType)
-	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+	h.Set(echo.HeaderContentLength, strconv.FormatInt(size, 10))
 	h.Set(echo.HeaderConnection, "close")
 	if status == http.StatusMethodNotAllowed {
 		h.Set(echo.HeaderAllow, http.MethodGet)
 	}
-	c.Response().WriteHeader(status)
-	_, err := c.Response().Write(body)
-	return err
+}
+
+// smallBody is the largest body sent in one write: it fits the socket's buffers, so the write
+// returns at once even to a client that does not read.
+const smallBody = 64 << 10
+
+// progressWindow is how often a body that is still being sent checks for progress.
+const progressWindow = time.Second
+
+// errStalled ends a response whose client accepted no byte for the send timeout.
+var errStalled = errors.New("the client accepted no byte of the response for the send timeout")
+
+// writeBody sends a complete response under /resources/ whose body is size bytes of content
+// (docs/operator-guide.md, "Memory and connection bounds"). The head goes out first; a body
+// larger than smallBody then goes straight to the connection's ReadFrom — sendfile(2) for a
+// spooled body, one write for a buffer — under a write deadline that follows progress: it is
+// pushed back every progressWindow while the client takes bytes, and the response is given
+// up once sendTimeout has passed without the client taking one. The whole response's time
+// therefore scales with the body instead of being fixed. Returning ends the request, which
+// closes the connection and lets the handler release the body.
+func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentType string, headers map[string]string,
+	size int64, content io.Reader) error {
+	setHead(c, status, contentType, headers, size)
+	res := c.Response()
+	rc := http.NewResponseController(res.Writer)
+	_ = rc.SetWriteDeadline(time.Now().Add(sendTimeout))
+	res.WriteHeader(status)
+	rf, direct := res.Writer.(io.ReaderFrom)
+	if size <= smallBody || !direct {
+		n, err := io.Copy(res.Writer, content)
+		res.Size += n
+		return err
+	}
+	if err := rc.Flush(); err != nil {
+		return err
+	}
+	window := min(sendTimeout, progressWindow)
+	last := time.Now()
+	for {
+		_ = rc.SetWriteDeadline(time.Now().Add(window))
+		n, err := rf.ReadFrom(content)
+		res.Size += n
+		now := time.Now()
+		if n > 0 {
+			last = now
+		}
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return err
+		case now.Sub(last) >= sendTimeout:
+			return errStalled
+		}
+	}
 }
 
 // writeRefusal sends err as the JSON refusal (refusal.From) with its status from the one

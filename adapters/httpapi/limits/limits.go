@@ -6,7 +6,7 @@
 // Use both halves together:
 //
 //	limits.Harden(srv, limits.Options{ReadHeaderTimeout: flagValue})
-//	srv.Serve(limits.Listen(tcpListener, limits.DefaultMaxConns))
+//	srv.Serve(limits.Listen(tcpListener, limits.Caps{}))
 package limits
 
 import (
@@ -14,8 +14,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"golang.org/x/net/netutil"
 
 	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
 )
@@ -30,7 +28,8 @@ const (
 	DefaultWriteTimeout = 60 * time.Second
 	// DefaultMaxConns is the cap on open connections used by Listen when none is given. One
 	// capsule's peers and operator need few; the cap only has to stop a flood from exhausting
-	// file descriptors and goroutines. Connections beyond it wait in the kernel's backlog.
+	// file descriptors and goroutines. Connections beyond it wait in the kernel's backlog. One
+	// client address may hold at most half of them (Caps.PerAddress).
 	DefaultMaxConns = 256
 	// MaxHeaderBlock is the most bytes net/http reads for a request line and header block
 	// together; a larger block is answered 431 by net/http. It is also rawtarget's limit on the
@@ -97,14 +96,13 @@ func closeAfterReply(next http.Handler) http.Handler {
 	})
 }
 
-// Listen wraps l for a server configured by Harden: at most maxConns connections are open at
-// once (DefaultMaxConns when maxConns <= 0; Accept waits while the cap is reached), and the
-// raw-target listener is outermost, where rawtarget.ConnContext finds it.
-func Listen(l net.Listener, maxConns int) net.Listener {
-	if maxConns <= 0 {
-		maxConns = DefaultMaxConns
-	}
-	return rawtarget.NewListener(netutil.LimitListener(l, maxConns))
+// Listen wraps l for a server configured by Harden: the connection caps (Accept waits while
+// caps.Total connections are open; a connection from an address that already holds
+// caps.PerAddress is closed at once), and the raw-target listener outermost, where
+// rawtarget.ConnContext finds it. Both wrappers keep the TCP connection's ReadFrom, so a
+// response body sent from a file goes out with sendfile(2).
+func Listen(l net.Listener, caps Caps) net.Listener {
+	return rawtarget.NewListener(newLimitListener(l, caps))
 }
 
 func orDefault(d, def time.Duration) time.Duration {

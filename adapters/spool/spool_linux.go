@@ -1,0 +1,285 @@
+package spool
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/ports"
+)
+
+// ErrNoUnnamedFiles is wrapped by Open's error when the directory's filesystem cannot make
+// unnamed files (O_TMPFILE): NFS, FAT, and kernels before 3.11, among others.
+var ErrNoUnnamedFiles = errors.New("the spool directory's filesystem cannot make unnamed files (O_TMPFILE)")
+
+// The reuse of unnamed files (see the package documentation): at most maxIdle closed
+// snapshots are kept for the next Create, each only if it never held more than maxReused
+// bytes, so at most maxIdle × maxReused bytes of page cache or disk wait between reads.
+const (
+	maxIdle   = 8
+	maxReused = 16 << 20
+)
+
+// Dir is a spool directory (ports.Spool).
+type Dir struct {
+	fd int
+
+	mu     sync.Mutex
+	idle   []*os.File // unnamed files whose snapshot was closed, kept for reuse
+	closed bool
+}
+
+var _ ports.Spool = (*Dir)(nil)
+
+// Open creates dir (mode 0700) when it is missing, opens it without following a final symlink,
+// and makes one unnamed file in it to learn that it can. The error names the path; it is
+// meant for the operator at startup. The caller must Close the Dir.
+func Open(dir string) (*Dir, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the spool directory: %w", err)
+	}
+	fd, err := retry(func() (int, error) {
+		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening the spool directory %s: %w", dir, err)
+	}
+	probe, err := openUnnamed(fd)
+	if err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrNoUnnamedFiles, dir, err)
+		}
+		return nil, fmt.Errorf("making an unnamed file in the spool directory %s: %w", dir, err)
+	}
+	d := &Dir{fd: fd}
+	d.idle = append(d.idle, os.NewFile(uintptr(probe), "spool snapshot"))
+	return d, nil
+}
+
+// Close releases the directory's descriptor and the files kept for reuse. No Create may be
+// running or follow; snapshots still open stay usable and are closed by their own Close.
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	idle := d.idle
+	d.idle, d.closed = nil, true
+	d.mu.Unlock()
+	for _, f := range idle {
+		_ = f.Close()
+	}
+	return unix.Close(d.fd)
+}
+
+// Create implements ports.Spool: a file kept for reuse, else a new unnamed file.
+func (d *Dir) Create() (ports.Snapshot, error) {
+	d.mu.Lock()
+	if n := len(d.idle); n > 0 {
+		f := d.idle[n-1]
+		d.idle = d.idle[:n-1]
+		d.mu.Unlock()
+		return &snapshot{dir: d, file: f}, nil
+	}
+	d.mu.Unlock()
+	fd, err := openUnnamed(d.fd)
+	if err != nil {
+		return nil, failed("no snapshot file could be made", err)
+	}
+	return &snapshot{dir: d, file: os.NewFile(uintptr(fd), "spool snapshot")}, nil
+}
+
+// keep takes back the file of a closed snapshot that held at most used bytes; it reports
+// whether it did, else the caller closes the file.
+func (d *Dir) keep(f *os.File, used int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed || len(d.idle) >= maxIdle || used > maxReused {
+		return false
+	}
+	d.idle = append(d.idle, f)
+	return true
+}
+
+// openUnnamed makes a new unnamed file in the directory dirfd: readable and writable by this
+// process only, and never linkable into a directory (O_EXCL).
+func openUnnamed(dirfd int) (int, error) {
+	return retry(func() (int, error) {
+		return unix.Openat(dirfd, ".", unix.O_TMPFILE|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	})
+}
+
+// snapshot is one unnamed file, of which the first size bytes are this snapshot's. A reused
+// file may hold older bytes past them; nothing here ever reads those.
+type snapshot struct {
+	dir    *Dir
+	file   *os.File
+	size   int64
+	closed bool
+}
+
+// Fill implements ports.Snapshot: in the kernel as far as it goes, then through a buffer for
+// what is left — a source without a descriptor, a pair of files the kernel cannot copy
+// between, or only the read that confirms the source's end.
+func (s *snapshot) Fill(src io.Reader, n int64) (int64, error) {
+	if s.closed {
+		return 0, failed("the snapshot was closed", os.ErrClosed)
+	}
+	copied, err := s.copyInKernel(src, n)
+	if err == nil && copied < n {
+		var more int64
+		more, err = s.copyThrough(src, n-copied)
+		copied += more
+	}
+	return copied, err
+}
+
+// copyInKernel copies up to n bytes from src's descriptor, at its offset, with
+// copy_file_range(2). It copies nothing, and returns no error, when src has no descriptor or
+// the kernel cannot copy between the two files; it stops at the source's end.
+func (s *snapshot) copyInKernel(src io.Reader, n int64) (int64, error) {
+	sc, ok := src.(syscall.Conn)
+	if !ok {
+		return 0, nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return 0, nil
+	}
+	dst := int(s.file.Fd())
+	var copied int64
+	var copyErr error
+	err = raw.Control(func(fd uintptr) {
+		for copied < n {
+			off := s.size
+			m, err := unix.CopyFileRange(int(fd), nil, dst, &off, int(min(n-copied, maxCopy)), 0)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err != nil:
+				if copied > 0 || !cannotCopy(err) {
+					copyErr = failed("the snapshot could not be filled", err)
+				}
+				return
+			case m == 0:
+				return
+			}
+			copied += int64(m)
+			s.size += int64(m)
+		}
+	})
+	if err != nil {
+		return copied, failed("the file's descriptor could not be used", err)
+	}
+	return copied, copyErr
+}
+
+// maxCopy is the most one copy_file_range call is asked for.
+const maxCopy = 1 << 30
+
+// cannotCopy reports whether copy_file_range failed because the kernel cannot copy between
+// these two files (different filesystems, an unsupported filesystem, a seccomp filter), rather
+// than because of the files' contents or space.
+func cannotCopy(err error) bool {
+	switch err {
+	case unix.EXDEV, unix.EOPNOTSUPP, unix.ENOSYS, unix.EINVAL, unix.EPERM:
+		return true
+	}
+	return false
+}
+
+// copyThrough copies up to n bytes from src through a pooled buffer, writing at the
+// snapshot's end. An error reading src is returned as src returned it.
+func (s *snapshot) copyThrough(src io.Reader, n int64) (int64, error) {
+	buf := buffers.Get().(*[]byte)
+	defer buffers.Put(buf)
+	var copied int64
+	for copied < n {
+		m, err := src.Read((*buf)[:min(int64(len(*buf)), n-copied)])
+		if m > 0 {
+			if _, werr := s.file.WriteAt((*buf)[:m], s.size); werr != nil {
+				return copied, failed("the snapshot could not be written", werr)
+			}
+			copied += int64(m)
+			s.size += int64(m)
+		}
+		switch {
+		case err == io.EOF:
+			return copied, nil
+		case err != nil:
+			return copied, err
+		}
+	}
+	return copied, nil
+}
+
+// buffers are copyThrough's buffers.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// ReadAt implements ports.Snapshot: the filled bytes, and io.EOF past them.
+func (s *snapshot) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.size {
+		return 0, io.EOF
+	}
+	if rest := s.size - off; int64(len(p)) > rest {
+		n, err := s.file.ReadAt(p[:rest], off)
+		if err == nil {
+			err = io.EOF
+		}
+		return n, err
+	}
+	return s.file.ReadAt(p, off)
+}
+
+// Content implements ports.Snapshot: the file from its first byte, limited to the filled
+// bytes. Only Content moves the file's offset; Fill and ReadAt use explicit offsets.
+func (s *snapshot) Content() io.Reader {
+	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
+		return errReader{failed("the snapshot could not be rewound", err)}
+	}
+	return &io.LimitedReader{R: s.file, N: s.size}
+}
+
+// errReader fails every Read with err.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// Close implements ports.Snapshot. The file goes back to its Dir for reuse when it may, else it
+// is closed and the kernel frees it.
+func (s *snapshot) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.dir.keep(s.file, s.size) {
+		return nil
+	}
+	return s.file.Close()
+}
+
+// failed is the io_error refusal for a spool failure: what went wrong and the operating
+// system's description of why (never a path, never an errno number), keeping the error as
+// its cause.
+func failed(what string, cause error) *refusal.Refusal {
+	detail := cause
+	var errno unix.Errno
+	if errors.As(cause, &errno) {
+		detail = errno
+	}
+	return refusal.IO(what + ": " + detail.Error()).Wrapping(cause)
+}
+
+// retry repeats a system call a signal interrupted (EINTR), as the os package does.
+func retry(call func() (int, error)) (int, error) {
+	for {
+		n, err := call()
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}

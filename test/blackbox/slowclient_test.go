@@ -167,4 +167,3 @@ func TestARewriteInPlaceNeverServesABodyThatDiffersFromItsEtag(t *testing.T) {
 		t.Errorf("the writer wrote only %d times: the race was not exercised", writes.Load())
 	}
 }
-

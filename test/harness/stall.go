@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,25 +52,6 @@ func (p *Process) PeakRSS(t testing.TB) int64 {
 	}
 	t.Fatal("no VmHWM in /proc/<pid>/status")
 	return 0
-}
-
-// UnnamedFiles counts the process's descriptors of regular files that have no name in any
-// directory (created with O_TMPFILE, or deleted), such as the spool's snapshots.
-func (p *Process) UnnamedFiles(t testing.TB) int {
-	t.Helper()
-	dir := fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range entries {
-		target, err := os.Readlink(filepath.Join(dir, e.Name()))
-		if err == nil && strings.HasPrefix(target, "/") && strings.HasSuffix(target, " (deleted)") {
-			n++
-		}
-	}
-	return n
 }
 
 // AwaitOK waits until the trace at path holds at least n events of eventType whose outcome is

@@ -31,64 +31,43 @@ func byteCount(t *testing.T, n int64) manifest.ByteCount {
 	return c
 }
 
-func TestTotalFor(t *testing.T) {
+func TestTotals(t *testing.T) {
 	const gi, mi = int64(1 << 30), int64(1 << 20)
-	for _, tc := range []struct {
-		rule         string
-		files, peer  int64
-		given        int64
-		spooled      bool
-		want         int64
-		refusedNames string // "" when accepted
-	}{
-		{"with a spool the default stays 256Mi whatever max_bytes", 2 * gi, gi, 0, true, DefaultTotal, ""},
-		{"without a spool the default grows to one read of the largest max_bytes", gi, 2 * gi, 0, false, application.BufferFor(2 * gi), ""},
-		{"without a spool a small max_bytes keeps the 256Mi default", 10 * mi, 0, 0, false, DefaultTotal, ""},
-		{"a given budget is kept", 10 * mi, 0, 3 * mi, true, 3 * mi, ""},
-		{"with a spool a given budget need only cover one in-memory read", 2 * gi, 0, application.BufferFor(application.InMemoryUpTo - 1), true, application.BufferFor(application.InMemoryUpTo - 1), ""},
-		{"with a spool a given budget below one in-memory read is refused", 2 * gi, 0, 4096, true, 0, "--read-buffer-budget"},
-		{"without a spool a given budget below one read of max_bytes is refused", 10 * mi, 0, 10 * mi, false, 0, "12582912 bytes"},
-		{"no plane: the default", 0, 0, 0, true, DefaultTotal, ""},
-	} {
-		t.Run(tc.rule, func(t *testing.T) {
-			got, err := TotalFor(manifestWith(t, tc.files, tc.peer), tc.given, tc.spooled)
-			if tc.refusedNames != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.refusedNames) {
-					t.Fatalf("TotalFor = %d, %v; want a refusal naming %q", got, err, tc.refusedNames)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("TotalFor = %d, %v; want %d", got, err, tc.want)
-			}
-		})
+	memory := func(spooled bool) func(manifest.Manifest, int64) (int64, error) {
+		return func(m manifest.Manifest, given int64) (int64, error) { return TotalFor(m, given, spooled) }
 	}
-}
-
-func TestSpoolTotalFor(t *testing.T) {
-	const gi, mi = int64(1 << 30), int64(1 << 20)
+	spoolInMemory := application.BufferFor(application.InMemoryUpTo - 1)
 	for _, tc := range []struct {
 		rule        string
+		total       func(manifest.Manifest, int64) (int64, error)
 		files, peer int64
 		given       int64
 		want        int64
-		refused     bool
+		refusal     string // "" when accepted
 	}{
-		{"the default is 2Gi for the default max_bytes", 10 * mi, 10 * mi, 0, DefaultSpoolTotal, false},
-		{"the default grows to one read of the largest max_bytes", gi, 3 * gi, 0, 3*gi + 1, false},
-		{"a given budget that holds one read is kept", 10 * mi, 0, 10*mi + 1, 10*mi + 1, false},
-		{"a given budget below one read of max_bytes is refused", 10 * mi, 0, 10 * mi, 0, true},
+		{"with a spool the memory default stays 256Mi whatever max_bytes", memory(true), 2 * gi, gi, 0, DefaultTotal, ""},
+		{"without a spool the memory default grows to one read of the largest max_bytes", memory(false), gi, 2 * gi, 0, application.BufferFor(2 * gi), ""},
+		{"without a spool a small max_bytes keeps the 256Mi default", memory(false), 10 * mi, 0, 0, DefaultTotal, ""},
+		{"a given memory budget is kept", memory(true), 10 * mi, 0, 3 * mi, 3 * mi, ""},
+		{"with a spool a memory budget need only cover one in-memory read", memory(true), 2 * gi, 0, spoolInMemory, spoolInMemory, ""},
+		{"with a spool a memory budget below one in-memory read is refused", memory(true), 2 * gi, 0, 4096, 0, "--read-buffer-budget"},
+		{"without a spool a memory budget below one read of max_bytes is refused", memory(false), 10 * mi, 0, 10 * mi, 0, "12582912 bytes"},
+		{"no plane: the memory default", memory(true), 0, 0, 0, DefaultTotal, ""},
+		{"the spool default is 2Gi for the default max_bytes", SpoolTotalFor, 10 * mi, 10 * mi, 0, DefaultSpoolTotal, ""},
+		{"the spool default grows to one read of the largest max_bytes", SpoolTotalFor, gi, 3 * gi, 0, 3*gi + 1, ""},
+		{"a given spool budget that holds one read is kept", SpoolTotalFor, 10 * mi, 0, 10*mi + 1, 10*mi + 1, ""},
+		{"a spool budget below one read of max_bytes is refused", SpoolTotalFor, 10 * mi, 0, 10 * mi, 0, "--spool-budget (10485760 bytes) must be at least 10485761 bytes"},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
-			got, err := SpoolTotalFor(manifestWith(t, tc.files, tc.peer), tc.given)
-			if tc.refused {
-				if err == nil || !strings.Contains(err.Error(), "--spool-budget") {
-					t.Fatalf("SpoolTotalFor = %d, %v; want a refusal naming --spool-budget", got, err)
+			got, err := tc.total(manifestWith(t, tc.files, tc.peer), tc.given)
+			if tc.refusal != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refusal) {
+					t.Fatalf("total = %d, %v; want a refusal naming %q", got, err, tc.refusal)
 				}
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Fatalf("SpoolTotalFor = %d, %v; want %d", got, err, tc.want)
+				t.Fatalf("total = %d, %v; want %d", got, err, tc.want)
 			}
 		})
 	}

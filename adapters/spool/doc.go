@@ -20,8 +20,13 @@
 //   - Its bytes are written only by Fill, from the source the caller hands it: no other
 //     writer shares the file, so the bytes read back (hashed, then sent) are the bytes
 //     filled.
-//   - A snapshot's file offset is moved only by Read, which therefore always starts at the
-//     first byte; Read's type implements syscall.Conn, so net/http sends it with sendfile(2).
+//   - A snapshot's file offset is moved only by reading Content, which therefore starts at
+//     the first byte and stops at the last one filled; it is an *io.LimitedReader over the
+//     *os.File, so net/http sends it with sendfile(2).
+//   - Every snapshot is a new file, never one an earlier snapshot used: sendfile(2) leaves
+//     references to the file's pages on the socket, not copies, and rewriting them for a
+//     later snapshot would change a body already counted sent. Closing a snapshot frees its
+//     file once the socket lets go of the pages, and the pages are never written again.
 //   - Errors are io_error refusals carrying the operating system's text, never a host path.
 //   - A directory whose filesystem cannot make unnamed files is found at Open, by making one
 //     (ErrNoUnnamedFiles), not at the first large read.

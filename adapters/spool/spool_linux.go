@@ -18,21 +18,9 @@ import (
 // unnamed files (O_TMPFILE): NFS, FAT, and kernels before 3.11, among others.
 var ErrNoUnnamedFiles = errors.New("the spool directory's filesystem cannot make unnamed files (O_TMPFILE)")
 
-// The reuse of unnamed files (see the package documentation): at most maxIdle closed
-// snapshots are kept for the next Create, each only if it never held more than maxReused
-// bytes, so at most maxIdle × maxReused bytes of page cache or disk wait between reads.
-const (
-	maxIdle   = 8
-	maxReused = 16 << 20
-)
-
 // Dir is a spool directory (ports.Spool).
 type Dir struct {
 	fd int
-
-	mu     sync.Mutex
-	idle   []*os.File // unnamed files whose snapshot was closed, kept for reuse
-	closed bool
 }
 
 var _ ports.Spool = (*Dir)(nil)
@@ -58,51 +46,24 @@ func Open(dir string) (*Dir, error) {
 		}
 		return nil, fmt.Errorf("making an unnamed file in the spool directory %s: %w", dir, err)
 	}
-	d := &Dir{fd: fd}
-	d.idle = append(d.idle, os.NewFile(uintptr(probe), "spool snapshot"))
-	return d, nil
+	unix.Close(probe)
+	return &Dir{fd: fd}, nil
 }
 
-// Close releases the directory's descriptor and the files kept for reuse. No Create may be
-// running or follow; snapshots still open stay usable and are closed by their own Close.
-func (d *Dir) Close() error {
-	d.mu.Lock()
-	idle := d.idle
-	d.idle, d.closed = nil, true
-	d.mu.Unlock()
-	for _, f := range idle {
-		_ = f.Close()
-	}
-	return unix.Close(d.fd)
-}
+// Close releases the directory's descriptor. No Create may be running or follow; snapshots
+// already made stay usable.
+func (d *Dir) Close() error { return unix.Close(d.fd) }
 
-// Create implements ports.Spool: a file kept for reuse, else a new unnamed file.
+// Create implements ports.Spool: always a new unnamed file. A file is never reused for a
+// later snapshot: sendfile(2) queues references to the file's pages on the socket, not copies,
+// so rewriting them for the next snapshot would change bytes of a body already counted sent
+// (docs/decisions.md, "Large reads are snapshots in unnamed files").
 func (d *Dir) Create() (ports.Snapshot, error) {
-	d.mu.Lock()
-	if n := len(d.idle); n > 0 {
-		f := d.idle[n-1]
-		d.idle = d.idle[:n-1]
-		d.mu.Unlock()
-		return &snapshot{dir: d, file: f}, nil
-	}
-	d.mu.Unlock()
 	fd, err := openUnnamed(d.fd)
 	if err != nil {
 		return nil, failed("no snapshot file could be made", err)
 	}
-	return &snapshot{dir: d, file: os.NewFile(uintptr(fd), "spool snapshot")}, nil
-}
-
-// keep takes back the file of a closed snapshot that held at most used bytes; it reports
-// whether it did, else the caller closes the file.
-func (d *Dir) keep(f *os.File, used int64) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed || len(d.idle) >= maxIdle || used > maxReused {
-		return false
-	}
-	d.idle = append(d.idle, f)
-	return true
+	return &snapshot{file: os.NewFile(uintptr(fd), "spool snapshot")}, nil
 }
 
 // openUnnamed makes a new unnamed file in the directory dirfd: readable and writable by this
@@ -113,10 +74,8 @@ func openUnnamed(dirfd int) (int, error) {
 	})
 }
 
-// snapshot is one unnamed file, of which the first size bytes are this snapshot's. A reused
-// file may hold older bytes past them; nothing here ever reads those.
+// snapshot is one unnamed file holding size bytes.
 type snapshot struct {
-	dir    *Dir
 	file   *os.File
 	size   int64
 	closed bool
@@ -220,7 +179,8 @@ func (s *snapshot) copyThrough(src io.Reader, n int64) (int64, error) {
 // buffers are copyThrough's buffers.
 var buffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// ReadAt implements ports.Snapshot: the filled bytes, and io.EOF past them.
+// ReadAt implements ports.Snapshot: the filled bytes, and io.EOF past them (a file only ever
+// holds its own snapshot, but the port promises nothing past the bytes filled).
 func (s *snapshot) ReadAt(p []byte, off int64) (int, error) {
 	if off >= s.size {
 		return 0, io.EOF
@@ -249,16 +209,13 @@ type errReader struct{ err error }
 
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
-// Close implements ports.Snapshot. The file goes back to its Dir for reuse when it may, else it
-// is closed and the kernel frees it.
+// Close implements ports.Snapshot: the file is closed, and the kernel frees it once the
+// socket no longer holds its pages.
 func (s *snapshot) Close() error {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
-	if s.dir.keep(s.file, s.size) {
-		return nil
-	}
 	return s.file.Close()
 }
 

@@ -34,8 +34,19 @@ func Stall(t testing.TB, addr, request string, n int) []net.Conn {
 	return conns
 }
 
-// PeakRSS is the process's peak resident set size (VmHWM), in bytes.
-func (p *Process) PeakRSS(t testing.TB) int64 {
+// RequirePeakRSSUnder fails the test when the process's peak resident set size (VmHWM)
+// reached limit bytes, and returns it.
+func (p *Process) RequirePeakRSSUnder(t testing.TB, limit int64) int64 {
+	t.Helper()
+	rss := p.peakRSS(t)
+	if rss >= limit {
+		t.Errorf("peak RSS %.1f MiB, want under %.1f MiB", float64(rss)/(1<<20), float64(limit)/(1<<20))
+	}
+	return rss
+}
+
+// peakRSS is the process's peak resident set size (VmHWM), in bytes.
+func (p *Process) peakRSS(t testing.TB) int64 {
 	t.Helper()
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {

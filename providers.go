@@ -77,7 +77,7 @@ func provideSpool(p Paths, logger zerolog.Logger, _ *jsonl.File) (ports.Spool, f
 	return dir, func() { _ = dir.Close() }, nil
 }
 
-// provideBudgets makes the memory and spool budgets. Without a spool every read is buffered in
+// provideBudgets makes the memory, spool and send-buffer budgets. Without a spool every read is buffered in
 // memory, so the memory budget's default grows to one read of the largest max_bytes; a budget
 // given explicitly is kept as it is (a read larger than all of it then fails io_error).
 func provideBudgets(m manifest.Manifest, lim Limits, sp ports.Spool) (application.Budgets, error) {
@@ -93,7 +93,11 @@ func provideBudgets(m manifest.Manifest, lim Limits, sp ports.Spool) (applicatio
 	if err != nil {
 		return application.Budgets{}, err
 	}
-	return application.Budgets{Memory: memory, Spool: spooled}, nil
+	buffered, err := budget.New("the send-buffer budget", application.BufferedTotal)
+	if err != nil {
+		return application.Budgets{}, err
+	}
+	return application.Budgets{Memory: memory, Spool: spooled, Buffered: buffered}, nil
 }
 
 // provideInstanceKey generates the minting key when exports.peer_files is declared; the

@@ -24,10 +24,13 @@ import (
 // Where the snapshot lives depends on its size (docs/operator-guide.md, "Memory and
 // connection bounds"). A read of at most InMemoryUpTo bytes is buffered in memory: a pooled
 // buffer whose whole capacity, size-class rounding included, is reserved from the memory
-// budget first. A larger read goes to the spool, when there is one: an unnamed file the
-// kernel fills, reserved from the spool budget, so memory does not grow with the file or
-// with how slowly the client drains it. Either budget makes a read wait, first come first
-// served, while it is full; the wait ends with the request's context.
+// budget first. With a spool, a read of at most BufferedUpTo bytes is buffered too, from the
+// small send-buffer budget, and its Body can Spill: once its client turns out slow, the edge
+// moves the unsent rest into the spool and the memory goes back. A larger read goes to the
+// spool at once: an unnamed file the kernel fills, reserved from the spool budget. So memory
+// grows neither with the file nor with how slowly the client drains it. Every budget makes a
+// read wait, first come first served, while it is full; the wait ends with the request's
+// context.
 type Reader struct {
 	budgets Budgets
 	spool   ports.Spool // nil: every read is buffered in memory
@@ -37,19 +40,34 @@ type Reader struct {
 	pool         *bufferPool
 }
 
-// Budgets are the two bounds a Reader draws on.
+// Budgets are the bounds a Reader draws on.
 type Budgets struct {
-	// Memory bounds the bytes reads hold in memory: their buffers, and the buffer a spooled
-	// read is hashed through.
+	// Memory bounds the bytes reads of at most InMemoryUpTo bytes hold in memory, and the
+	// buffer a spooled read is hashed through.
 	Memory ports.ReadBudget
 	// Spool bounds the bytes spooled snapshots hold; unused without a spool.
 	Spool ports.ReadBudget
+	// Buffered bounds the memory that reads between InMemoryUpTo and BufferedUpTo hold until
+	// they are sent or spilled; nil sends every such read to the spool at once. Unused
+	// without a spool.
+	Buffered ports.ReadBudget
 }
 
 // InMemoryUpTo is the largest read, in bytes (a file's size plus the one byte that tells
 // whether it grew), buffered in memory when there is a spool; larger reads are spooled. It
 // was chosen by measurement (docs/decisions.md, "Large reads are snapshots in unnamed files").
 const InMemoryUpTo = 64 << 10
+
+// BufferedUpTo is the largest read buffered in memory and spilled when its client is slow,
+// when there is a spool and a Buffered budget; larger reads are spooled at once. It covers the
+// default max_bytes (10Mi).
+const BufferedUpTo = 16 << 20
+
+// BufferedTotal is the send-buffer budget (Budgets.Buffered) the service runs with: four reads
+// of 10 MiB, enough to keep a core busy sending, and little enough that a burst of stalled
+// clients leaves the process well under 128 MiB (docs/decisions.md, "Large reads are
+// snapshots in unnamed files").
+const BufferedTotal = 48 << 20
 
 // NewReader returns a Reader drawing on budgets; spool is nil when there is none (every read
 // is then buffered in memory, whatever its size).
@@ -66,12 +84,33 @@ type Body struct {
 	ModTime time.Time
 	content io.Reader
 	release func()
+	// spill moves the bytes from an offset on into the spool; nil when the body cannot spill.
+	spill func(sent int64) (content io.Reader, release func())
 }
 
 // Content returns the body's bytes, from the first to the last, to be read once. A spooled
 // body's reader is an *io.LimitedReader over a kernel file (one that implements
 // syscall.Conn), so net/http sends it with sendfile(2).
 func (b *Body) Content() io.Reader { return b.content }
+
+// Spill moves the body's bytes from offset sent on into a spool snapshot, gives its memory
+// back, and returns a reader of those bytes, which are exactly the ones Content had left: the
+// edge calls it once a client turns out slow. It returns nil, and the body stays as it is,
+// when the body is not a buffered read, has spilled already, or cannot spill now (no room in
+// the spool budget at once, or the spool failed).
+func (b *Body) Spill(sent int64) io.Reader {
+	if b.spill == nil {
+		return nil
+	}
+	content, release := b.spill(sent)
+	b.spill = nil
+	if content == nil {
+		return nil
+	}
+	b.Release()
+	b.content, b.release = content, release
+	return content
+}
 
 // Release gives the body's memory or snapshot back. It is safe to call more than once.
 func (b *Body) Release() {
@@ -98,16 +137,24 @@ func (r *Reader) Read(ctx context.Context, f ports.File, maxBytes int64) (*Body,
 	}
 	// One byte more than the size tells whether the file grew since it was opened.
 	want := min(size, maxBytes) + 1
-	if r.spool != nil && want > r.inMemoryUpTo {
-		return r.readSpooled(ctx, f, want, maxBytes)
+	switch {
+	case r.spool == nil || want <= r.inMemoryUpTo:
+		return r.readInMemory(ctx, f, want, maxBytes, r.budgets.Memory)
+	case r.budgets.Buffered != nil && want <= BufferedUpTo:
+		body, err := r.readInMemory(ctx, f, want, maxBytes, r.budgets.Buffered)
+		if err == nil {
+			body.spill = r.spiller(body.content.(*bytes.Reader))
+		}
+		return body, err
 	}
-	return r.readInMemory(ctx, f, want, maxBytes)
+	return r.readSpooled(ctx, f, want, maxBytes)
 }
 
-// readInMemory reads into a pooled buffer of want bytes, growing it while the file grows.
-func (r *Reader) readInMemory(ctx context.Context, f ports.File, want, maxBytes int64) (*Body, error) {
+// readInMemory reads into a pooled buffer of want bytes reserved from budget, growing it
+// while the file grows.
+func (r *Reader) readInMemory(ctx context.Context, f ports.File, want, maxBytes int64, budget ports.ReadBudget) (*Body, error) {
 	held := int64(capacityFor(int(want)))
-	if err := r.budgets.Memory.Reserve(ctx, held); err != nil {
+	if err := budget.Reserve(ctx, held); err != nil {
 		// A request abandoned while waiting, or a budget that cannot grant the read: either
 		// way an internal failure, whose cause the edge logs.
 		return nil, refusal.Internal(err)
@@ -118,7 +165,7 @@ func (r *Reader) readInMemory(ctx context.Context, f ports.File, want, maxBytes 
 		// The file grew; keep reading up to maxBytes+1 in all, doubling the buffer.
 		bigger := grownTo(want, maxBytes)
 		more := int64(capacityFor(int(bigger))) - held
-		if err = reserveGrowth(r.budgets.Memory, more); err != nil {
+		if err = reserveGrowth(budget, more); err != nil {
 			break
 		}
 		if int(bigger) <= cap(buf.bytes) {
@@ -134,7 +181,7 @@ func (r *Reader) readInMemory(ctx context.Context, f ports.File, want, maxBytes 
 		m, err = io.ReadFull(f, buf.bytes[n:])
 		n += m
 	}
-	release := func() { r.pool.put(buf); r.budgets.Memory.Release(held) }
+	release := func() { r.pool.put(buf); budget.Release(held) }
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -148,6 +195,31 @@ func (r *Reader) readInMemory(ctx context.Context, f ports.File, want, maxBytes 
 		Size: int64(n), SHA256: hex.EncodeToString(sum[:]), ModTime: f.ModTime(),
 		content: bytes.NewReader(data), release: release,
 	}, nil
+}
+
+// spiller returns a buffered body's spill: it copies what content has left, the bytes from
+// sent on, into a new snapshot reserved from the spool budget at once (never waiting: the
+// response is being sent), and hands back the snapshot's reader and release. It returns no
+// reader when there is no room in the spool budget or the spool fails; the body then goes on
+// from memory.
+func (r *Reader) spiller(content *bytes.Reader) func(int64) (io.Reader, func()) {
+	return func(sent int64) (io.Reader, func()) {
+		rest := content.Size() - sent
+		if rest <= 0 || sent < 0 || !r.budgets.Spool.TryReserve(rest) {
+			return nil, nil
+		}
+		snap, err := r.spool.Create()
+		if err != nil {
+			r.budgets.Spool.Release(rest)
+			return nil, nil
+		}
+		release := func() { _ = snap.Close(); r.budgets.Spool.Release(rest) }
+		if n, err := snap.Fill(io.NewSectionReader(content, sent, rest), rest); err != nil || n != rest {
+			release()
+			return nil, nil
+		}
+		return snap.Content(), release
+	}
 }
 
 // readSpooled copies want bytes of f into a spool snapshot, growing it while the file grows,

@@ -128,6 +128,98 @@ func TestASpooledReadHoldsItsSnapshotInTheSpoolNotInMemory(t *testing.T) {
 	}
 }
 
+// newBufferedReader is a Reader that buffers reads above 64 KiB from a send-buffer budget and
+// spills them into a real spool directory, with its budgets.
+func newBufferedReader(t *testing.T, buffered, spooled int64) (*application.Reader, *budget.Budget, *budget.Budget) {
+	t.Helper()
+	dir, err := spool.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dir.Close() })
+	buf, sp := newBudget(t, buffered), newBudget(t, spooled)
+	budgets := application.Budgets{Memory: newBudget(t, 1<<20), Spool: sp, Buffered: buf}
+	return application.NewReader(budgets, dir), buf, sp
+}
+
+func TestASlowClientsBodySpillsItsRestIntoTheSpool(t *testing.T) {
+	content := strings.Repeat("0123456789abcdef", 10_000) // 160,000 bytes
+	reader, buf, sp := newBufferedReader(t, 1<<20, 1<<20)
+	body, err := reader.Read(context.Background(), &growingFile{strings.NewReader(content), 160_000}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Release()
+	head := make([]byte, 1000)
+	if _, err := io.ReadFull(body.Content(), head); err != nil {
+		t.Fatal(err)
+	}
+	if hasRoomFor(buf, 1<<20-150_000) {
+		t.Fatal("a buffered body does not hold its buffer in the send-buffer budget")
+	}
+	rest := body.Spill(1000)
+	if rest == nil {
+		t.Fatal("Spill returned nothing")
+	}
+	if lr, ok := rest.(*io.LimitedReader); !ok || lr.N != 159_000 {
+		t.Fatalf("the spilled rest is %T, not the 159,000 bytes left as a kernel file", rest)
+	}
+	got, err := io.ReadAll(rest)
+	if err != nil || string(head)+string(got) != content || body.SHA256 != sha(content) {
+		t.Fatalf("head and spilled rest make %d bytes (%v); want the body the etag describes", len(head)+len(got), err)
+	}
+	if !hasRoomFor(buf, 1<<20) {
+		t.Error("Spill did not give the buffer back")
+	}
+	if hasRoomFor(sp, 1<<20-158_000) {
+		t.Error("the spilled rest does not hold its bytes of the spool budget")
+	}
+	if body.Spill(2000) != nil {
+		t.Error("a body spilled twice")
+	}
+	body.Release()
+	if !hasRoomFor(sp, 1<<20) {
+		t.Error("Release did not give the spool budget back")
+	}
+}
+
+func TestABodyStaysInMemoryWhenTheSpoolHasNoRoom(t *testing.T) {
+	reader, buf, sp := newBufferedReader(t, 1<<20, 200_000)
+	if err := sp.Reserve(context.Background(), 100_000); err != nil {
+		t.Fatal(err)
+	}
+	content := strings.Repeat("x", 150_000)
+	body, err := reader.Read(context.Background(), &growingFile{strings.NewReader(content), 150_000}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Release()
+	if body.Spill(0) != nil {
+		t.Fatal("a body spilled into a spool without room for it")
+	}
+	if got := contentOf(t, body); got != content {
+		t.Fatalf("the body kept %d bytes, want its %d", len(got), len(content))
+	}
+	if hasRoomFor(buf, 1<<20-150_000) {
+		t.Error("a body that did not spill gave its buffer back early")
+	}
+}
+
+func TestASmallOrSpooledBodyDoesNotSpill(t *testing.T) {
+	small, _ := newReader(t, 1<<20)
+	spooled, _, _ := newSpoolReader(t, 1<<20, 1<<20)
+	for name, r := range map[string]*application.Reader{"in memory": small, "spooled": spooled} {
+		body, err := r.Read(context.Background(), &growingFile{strings.NewReader("abc"), 3}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body.Spill(1) != nil {
+			t.Errorf("a body %s spilled", name)
+		}
+		body.Release()
+	}
+}
+
 func TestASpooledReadWaitsForTheSpoolBudgetAndGivesUpWithTheRequest(t *testing.T) {
 	reader, _, sp := newSpoolReader(t, 64<<10, 100)
 	if err := sp.Reserve(context.Background(), 100); err != nil {

@@ -16,6 +16,7 @@
 #   ROUNDS       turns of every target                 (default 3)
 #   CONNECTIONS  wrk's -c                              (default 16)
 #   BASE_REF     the git ref to compare with           (default main)
+#   ONLY         an extended regexp: run only the targets whose name matches (default all)
 #   OUT_DIR      where the report is saved             (default tmp/nginx-bench, gitignored)
 #
 # nginx and wrk come from the distribution's packages: the script installs them with apt-get
@@ -29,6 +30,7 @@ duration=${DURATION:-5s}
 rounds=${ROUNDS:-3}
 connections=${CONNECTIONS:-16}
 base_ref=${BASE_REF:-main}
+only=${ONLY:-.}
 out_dir=${OUT_DIR:-tmp/nginx-bench}
 
 if ! command -v nginx >/dev/null 2>&1 || ! command -v wrk >/dev/null 2>&1; then
@@ -163,6 +165,7 @@ declare -A total
 for round in $(seq "$rounds"); do
 	for spec in "${targets[@]}"; do
 		IFS='|' read -r name port path header <<<"$spec"
+		[[ $name =~ $only ]] || continue
 		args=(-t1 "-c$connections" "-d$duration" -H "Connection: close")
 		[[ -n $header ]] && args+=(-H "$header")
 		out=$(taskset -c 1 wrk "${args[@]}" "http://127.0.0.1:$port$path")
@@ -173,12 +176,13 @@ for round in $(seq "$rounds"); do
 	done
 done
 
-ratio() { awk -v a="${total[$1]}" -v b="${total[$2]}" 'BEGIN {printf "%.2fx", a / b}'; }
+ratio() { awk -v a="${total[$1]:-0}" -v b="${total[$2]:-0}" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else printf "-"}'; }
 {
 	echo
 	echo "Mean req/s over $rounds rounds:"
 	for spec in "${targets[@]}"; do
 		name=${spec%%|*}
+		[[ $name =~ $only ]] || continue
 		awk -v n="$name" -v t="${total[$name]}" -v r="$rounds" 'BEGIN {printf "  %-16s %10.0f\n", n, t / r}'
 	done
 	echo

@@ -90,7 +90,7 @@ func (h *Resources) list(c echo.Context) error {
 	headers[headerContainment] = listing.Containment.String()
 	headers[headerExportRoot] = listing.Root
 	body := encodeJSON(listingBodyOf(listing))
-	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeJSON, headers, int64(len(body)), bytes.NewReader(body))
+	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeJSON, headers, int64(len(body)), bytes.NewReader(body), nil)
 }
 
 func (h *Resources) read(c echo.Context, rawPath string) error {
@@ -110,7 +110,7 @@ func (h *Resources) read(c echo.Context, rawPath string) error {
 func (h *Resources) writeServed(c echo.Context, headers map[string]string, body *application.Body) error {
 	headers["etag"] = body.ETag()
 	headers[headerMTime] = strconv.FormatInt(body.ModTime.UnixMilli(), 10)
-	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeBinary, headers, body.Size, body.Content())
+	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeBinary, headers, body.Size, body.Content(), body.Spill)
 }
 
 func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }

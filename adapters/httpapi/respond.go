@@ -83,6 +83,10 @@ const smallBody = 64 << 10
 // progressWindow is how often a body that is still being sent checks for progress.
 const progressWindow = time.Second
 
+// spillAfter is how long a body sent from memory may take before its client counts as slow
+// and the rest of it moves to the spool: a local client drains 10 MiB in a few milliseconds.
+const spillAfter = 30 * time.Millisecond
+
 // errStalled ends a response whose client accepted no byte for the send timeout.
 var errStalled = errors.New("the client accepted no byte of the response for the send timeout")
 
@@ -92,10 +96,13 @@ var errStalled = errors.New("the client accepted no byte of the response for the
 // spooled body, one write for a buffer — under a write deadline that follows progress: it is
 // pushed back every progressWindow while the client takes bytes, and the response is given
 // up once sendTimeout has passed without the client taking one. The whole response's time
-// therefore scales with the body instead of being fixed. Returning ends the request, which
-// closes the connection and lets the handler release the body.
+// therefore scales with the body instead of being fixed. When spill is given (a body sent
+// from memory), a body not sent within spillAfter is handed to it once, with the bytes sent so
+// far, and goes on from the reader it returns (the rest, moved to the spool), if any.
+// Returning ends the request, which closes the connection and lets the handler release the
+// body.
 func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentType string, headers map[string]string,
-	size int64, content io.Reader) error {
+	size int64, content io.Reader, spill func(sent int64) io.Reader) error {
 	setHead(c, status, contentType, headers, size)
 	res := c.Response()
 	rc := http.NewResponseController(res.Writer)
@@ -111,10 +118,15 @@ func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentTyp
 		return err
 	}
 	window := min(sendTimeout, progressWindow)
+	if spill != nil {
+		window = min(window, spillAfter)
+	}
 	last := time.Now()
+	var sent int64
 	for {
 		_ = rc.SetWriteDeadline(time.Now().Add(window))
 		n, err := rf.ReadFrom(content)
+		sent += n
 		res.Size += n
 		now := time.Now()
 		if n > 0 {
@@ -127,6 +139,13 @@ func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentTyp
 			return err
 		case now.Sub(last) >= sendTimeout:
 			return errStalled
+		}
+		if spill != nil {
+			if rest := spill(sent); rest != nil {
+				content = rest
+				c.Set(spilledKey, true)
+			}
+			spill, window = nil, min(sendTimeout, progressWindow)
 		}
 	}
 }
@@ -142,6 +161,10 @@ func writeRefusal(c echo.Context, err error, headers map[string]string) error {
 	body := encodeJSON(errorBody{Error: string(r.Code), Message: r.Message})
 	return writeResource(c, statusFor(r.Code), contentTypeJSON, headers, body)
 }
+
+// spilledKey marks a response whose body moved to the spool because its client was slow, for
+// the access log.
+const spilledKey = "resplane.spilled"
 
 // failureKey is where a handler leaves the internal failure behind an io_error answer for the
 // access log.

@@ -1,14 +1,19 @@
 package blackbox_test
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,12 +54,12 @@ func TestStalledClientsHoldNeitherMemoryNorTheNextRead(t *testing.T) {
 
 // TestAStalledResponseIsClosedAndItsSnapshotReleased pins docs/operator-guide.md, "Memory and
 // connection bounds": a response that makes no progress for --send-timeout is closed and its
-// snapshot released. With a spool budget that holds one 10 MiB snapshot, a second read waits
-// for the stalled one's and is served once the send timeout has closed it; the stalled client
-// finds its connection closed after a partial body.
+// snapshot released. With a spool budget that holds one 17 MiB snapshot (a file above 16 MiB
+// is spooled at once), a second read waits for the stalled one's and is served once the send
+// timeout has closed it; the stalled client finds its connection closed after a partial body.
 func TestAStalledResponseIsClosedAndItsSnapshotReleased(t *testing.T) {
-	big := bbPattern(10 << 20)
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Args: []string{"--send-timeout", "1s", "--spool-budget", "11Mi"},
+	big := bbPattern(17 << 20)
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", "17Mi"), Args: []string{"--send-timeout", "1s", "--spool-budget", "18Mi"},
 		Files: fixture.Layout{"out/big.bin": string(big)}})
 	addr := p.Ready.Listen
 	stalled := harness.Stall(t, addr, harness.RequestText(addr, "GET", "/resources/files/big.bin"), 1)[0]
@@ -78,12 +83,35 @@ func TestAStalledResponseIsClosedAndItsSnapshotReleased(t *testing.T) {
 }
 
 // TestARewriteInPlaceNeverServesABodyThatDiffersFromItsEtag pins docs/operator-guide.md,
-// "Writing files that are read while you write them", for spooled reads: while a writer
-// rewrites a 1 MiB file in place (overwrites, truncations and regrowth), every 200 carries a
-// content-length and an etag that describe exactly its body, torn or not.
+// "Writing files that are read while you write them", wherever a body's snapshot lives: while
+// a writer rewrites the file in place (overwrites, truncations and regrowth), every 200
+// carries a content-length and an etag that describe exactly its body, torn or not — for a
+// 1 MiB file sent from memory, the same read slowly enough that its rest moves to the spool,
+// and a 17 MiB file spooled at once. A read that meets the file growing while its budget is
+// busy may be refused io_error instead (docs/operator-guide.md, "Memory and connection
+// bounds"); nothing else may. The slow client reads through a 64 KiB receive buffer,
+// so the service cannot hand it the whole body at once, and the access log says the body
+// spilled.
 func TestARewriteInPlaceNeverServesABodyThatDiffersFromItsEtag(t *testing.T) {
-	const size = 1 << 20
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""),
+	for _, tc := range []struct {
+		name  string
+		size  int
+		reads int
+		pause time.Duration // after the first 64 KiB of each body
+	}{
+		{"sent from memory", 1 << 20, 200, 0},
+		{"spilled to the spool by a slow client", 12 << 20, 12, 100 * time.Millisecond},
+		{"spooled", 17 << 20, 24, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bbRewriteInPlace(t, tc.size, tc.reads, tc.pause)
+		})
+	}
+}
+
+func bbRewriteInPlace(t *testing.T, size, reads int, pause time.Duration) {
+	t.Helper()
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", "17Mi"),
 		Files: fixture.Layout{"out/live.bin": string(bbPattern(size))}})
 	addr := p.Ready.Listen
 	f, err := os.OpenFile(filepath.Join(p.Workdir, "out/live.bin"), os.O_WRONLY, 0)
@@ -93,35 +121,78 @@ func TestARewriteInPlaceNeverServesABodyThatDiffersFromItsEtag(t *testing.T) {
 	defer f.Close()
 
 	block := make([]byte, 64<<10)
-	var served, torn atomic.Int64
-	writes := bbRace(t, 200, func(i int) error {
+	var served, torn, grew atomic.Int64
+	writes := bbRace(t, reads, func(i int) error {
 		if i%5 == 4 {
-			return f.Truncate(int64(i%3) * size / 3)
+			return f.Truncate(int64(i%3) * int64(size) / 3)
 		}
 		for j := range block {
 			block[j] = byte(i)
 		}
-		_, err := f.WriteAt(block, int64(i*(64<<10))%size)
+		_, err := f.WriteAt(block, int64(i*(64<<10))%int64(size))
 		return err
 	}, func(int) error {
-		r, err := harness.Fetch(addr, "/resources/files/live.bin", 10*time.Second)
+		status, header, body, err := bbFetchPausing(addr, "/resources/files/live.bin", pause)
 		switch {
 		case err != nil:
 			return err
-		case r.Status != 200:
-			return fmt.Errorf("status %d: %s", r.Status, r.Body)
-		case r.Get("etag") != harness.ETag(r.Body) || r.Get("content-length") != strconv.Itoa(len(r.Body)):
+		case status == 500 && bytes.Contains(body, []byte("grew while it was being read")):
+			grew.Add(1)
+			return nil
+		case status != 200:
+			return fmt.Errorf("status %d: %s", status, body)
+		case header.Get("etag") != harness.ETag(body) || header.Get("content-length") != strconv.Itoa(len(body)):
 			return fmt.Errorf("etag %s and content-length %s do not describe the %d-byte body (sha256 %s)",
-				r.Get("etag"), r.Get("content-length"), len(r.Body), harness.SHA256Hex(r.Body))
+				header.Get("etag"), header.Get("content-length"), len(body), harness.SHA256Hex(body))
 		}
 		served.Add(1)
-		if len(r.Body) != size || !bytes.Equal(r.Body, bbPattern(size)) {
+		if len(body) != size || !bytes.Equal(body, bbPattern(size)) {
 			torn.Add(1)
 		}
 		return nil
 	})
-	t.Logf("%d in-place writes; %d reads served, %d of them not the original file", writes, served.Load(), torn.Load())
-	if writes < 100 {
+	spilled := strings.Count(p.Stderr(), `"spilled":true`)
+	t.Logf("%d in-place writes; %d reads served, %d of them not the original file, %d spilled; %d refused as growing",
+		writes, served.Load(), torn.Load(), spilled, grew.Load())
+	if writes < int64(reads)/2 {
 		t.Errorf("the writer wrote only %d times: the race was not exercised", writes)
 	}
+	if pause > 0 && spilled == 0 {
+		t.Error("no body spilled to the spool: the slow client's case was not exercised")
+	}
+}
+
+// bbFetchPausing sends a raw GET for target and reads the answer; with a pause it reads
+// through a 64 KiB receive buffer and pauses that long after the first 64 KiB of the body, as
+// a client slower than the service's spill window would.
+func bbFetchPausing(addr, target string, pause time.Duration) (int, http.Header, []byte, error) {
+	var d net.Dialer
+	if pause > 0 {
+		d.Control = func(_, _ string, c syscall.RawConn) error {
+			var err error
+			_ = c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+			return err
+		}
+	}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(conn, harness.RequestText(addr, "GET", target)); err != nil {
+		return 0, nil, nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	head := make([]byte, 64<<10)
+	n, err := io.ReadFull(resp.Body, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return 0, nil, nil, err
+	}
+	time.Sleep(pause)
+	rest, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, append(head[:n], rest...), err
 }

@@ -198,6 +198,7 @@ ratio() { awk -v a="${total[$1]:-0}" -v b="${total[$2]:-0}" 'BEGIN {if (b > 0) p
 		pid_var=${name}_pid
 		echo "  resplane $name peak RSS (VmHWM): $(awk '/VmHWM/ {print $2, $3}' "/proc/${!pid_var}/status")"
 	done
+	echo "  this tree's responses that spilled to the spool (slower than 30 ms): $(grep -c '"spilled":true' "$work/new/stderr" || true) of $(grep -c '"message":"request"' "$work/new/stderr" || true)"
 	echo
 	echo "report saved to $report"
 } | tee -a "$report"

@@ -83,9 +83,14 @@ const smallBody = 64 << 10
 // progressWindow is how often a body that is still being sent checks for progress.
 const progressWindow = time.Second
 
-// spillAfter is how long a body sent from memory may take before its client counts as slow
-// and the rest of it moves to the spool: a local client drains 10 MiB in a few milliseconds.
-const spillAfter = 30 * time.Millisecond
+// A body sent from memory spills its rest into the spool once its client is slow: when a
+// spillWindow passes without the client taking a byte (it stalled, or is too slow to keep the
+// socket's buffers from filling), or when the body is still being sent after keepInMemory (it
+// takes its bytes too slowly to hold memory for).
+const (
+	spillWindow  = 30 * time.Millisecond
+	keepInMemory = time.Second
+)
 
 // errStalled ends a response whose client accepted no byte for the send timeout.
 var errStalled = errors.New("the client accepted no byte of the response for the send timeout")
@@ -97,8 +102,9 @@ var errStalled = errors.New("the client accepted no byte of the response for the
 // pushed back every progressWindow while the client takes bytes, and the response is given
 // up once sendTimeout has passed without the client taking one. The whole response's time
 // therefore scales with the body instead of being fixed. When spill is given (a body sent
-// from memory), a body not sent within spillAfter is handed to it once, with the bytes sent so
-// far, and goes on from the reader it returns (the rest, moved to the spool), if any.
+// from memory), a body whose client turns out slow (see spillWindow) is handed to it once,
+// with the bytes sent so far, and goes on from the reader it returns (the rest, moved to the
+// spool), if any.
 // Returning ends the request, which closes the connection and lets the handler release the
 // body.
 func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentType string, headers map[string]string,
@@ -119,9 +125,10 @@ func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentTyp
 	}
 	window := min(sendTimeout, progressWindow)
 	if spill != nil {
-		window = min(window, spillAfter)
+		window = min(window, spillWindow)
 	}
-	last := time.Now()
+	start := time.Now()
+	last := start
 	var sent int64
 	for {
 		_ = rc.SetWriteDeadline(time.Now().Add(window))
@@ -140,7 +147,7 @@ func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentTyp
 		case now.Sub(last) >= sendTimeout:
 			return errStalled
 		}
-		if spill != nil {
+		if spill != nil && (n == 0 || now.Sub(start) >= keepInMemory) {
 			if rest := spill(sent); rest != nil {
 				content = rest
 				c.Set(spilledKey, true)

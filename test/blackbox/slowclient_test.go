@@ -100,7 +100,7 @@ func TestARewriteInPlaceNeverServesABodyThatDiffersFromItsEtag(t *testing.T) {
 		pause time.Duration // after the first 64 KiB of each body
 	}{
 		{"sent from memory", 1 << 20, 200, 0},
-		{"spilled to the spool by a slow client", 12 << 20, 12, 100 * time.Millisecond},
+		{"spilled to the spool by a slow client", 12 << 20, 16, 200 * time.Millisecond},
 		{"spooled", 17 << 20, 24, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,7 +9,9 @@
 #
 # Each server runs pinned to CPU 0 (resplane with GOMAXPROCS=1, nginx with one worker) and wrk
 # to CPU 1; the targets take turns, ROUNDS times, so drift spreads over all of them. Only the
-# ratios of figures from this one run are meaningful.
+# ratios of figures from this one run are meaningful. Besides requests per second, the script
+# reports each server's CPU time per request (from /proc/<pid>/stat around each turn): on a
+# machine other work shares, that figure moves far less than the request rate does.
 #
 # Settings (environment):
 #   DURATION     wrk's -d for each turn                (default 5s)
@@ -135,22 +137,28 @@ http {
 }
 EOF
 taskset -c 0 nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" -e "$work/nginx/error.log" &
-pids+=("$!")
+nginx_master=$!
+pids+=("$nginx_master")
 for _ in $(seq 50); do
 	(exec 3<>"/dev/tcp/127.0.0.1/$nginx_port") 2>/dev/null && break
 	sleep 0.1
 done
+nginx_pid=$(pgrep -P "$nginx_master" | head -1)
 
-# Targets: name|port|path|extra header
+# cpu_ticks PID: the process's user + system time so far, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+# Targets: name|port|server pid|path|extra header
 targets=(
-	"nginx-10m|$nginx_port|/10m.bin|"
-	"new-10m|$new_port|/resources/files/10m.bin|"
-	"base-10m|$base_port|/resources/files/10m.bin|"
-	"nginx-1k|$nginx_port|/1k.bin|"
-	"new-1k|$new_port|/resources/files/1k.bin|"
-	"base-1k|$base_port|/resources/files/1k.bin|"
-	"new-redeem-1k|$new_port|/resources/peer/$new_handle|x-murmur-audience: bench@localhost:$new_port"
-	"base-redeem-1k|$base_port|/resources/peer/$base_handle|x-murmur-audience: bench@localhost:$base_port"
+	"nginx-10m|$nginx_port|$nginx_pid|/10m.bin|"
+	"new-10m|$new_port|$new_pid|/resources/files/10m.bin|"
+	"base-10m|$base_port|$base_pid|/resources/files/10m.bin|"
+	"nginx-1k|$nginx_port|$nginx_pid|/1k.bin|"
+	"new-1k|$new_port|$new_pid|/resources/files/1k.bin|"
+	"base-1k|$base_port|$base_pid|/resources/files/1k.bin|"
+	"new-redeem-1k|$new_port|$new_pid|/resources/peer/$new_handle|x-murmur-audience: bench@localhost:$new_port"
+	"base-redeem-1k|$base_port|$base_pid|/resources/peer/$base_handle|x-murmur-audience: bench@localhost:$base_port"
 )
 
 mkdir -p "$out_dir"
@@ -161,38 +169,51 @@ report=$out_dir/nginx-bench-$(date -u +%Y%m%dT%H%M%SZ).txt
 	echo "# wrk -t1 -c$connections -d$duration -H 'Connection: close' on CPU 1; servers on CPU 0; $rounds rounds"
 } | tee "$report"
 
-declare -A total
+declare -A total ticks requests
 for round in $(seq "$rounds"); do
 	for spec in "${targets[@]}"; do
-		IFS='|' read -r name port path header <<<"$spec"
+		IFS='|' read -r name port pid path header <<<"$spec"
 		[[ $name =~ $only ]] || continue
 		args=(-t1 "-c$connections" "-d$duration" -H "Connection: close")
 		[[ -n $header ]] && args+=(-H "$header")
+		before=$(cpu_ticks "$pid")
 		out=$(taskset -c 1 wrk "${args[@]}" "http://127.0.0.1:$port$path")
+		used=$(($(cpu_ticks "$pid") - before))
 		rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+		done_=$(awk '/requests in/ {print $1}' <<<"$out")
 		errors=$(awk '/Non-2xx|Socket errors/ {print}' <<<"$out" | tr '\n' ' ')
-		printf 'round %d  %-16s %10s req/s  %s\n' "$round" "$name" "$rps" "$errors" | tee -a "$report"
+		printf 'round %d  %-16s %10s req/s %8.0f us CPU/req  %s\n' "$round" "$name" "$rps" \
+			"$(awk -v t="$used" -v n="$done_" -v hz="$hz" 'BEGIN {print (n > 0 ? t * 1e6 / hz / n : 0)}')" "$errors" | tee -a "$report"
 		total[$name]=$(awk -v a="${total[$name]:-0}" -v b="$rps" 'BEGIN {print a + b}')
+		ticks[$name]=$((${ticks[$name]:-0} + used))
+		requests[$name]=$((${requests[$name]:-0} + done_))
 	done
 done
 
 ratio() { awk -v a="${total[$1]:-0}" -v b="${total[$2]:-0}" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else printf "-"}'; }
+# cpu_per_req NAME: the server's CPU time per request over all of NAME's turns, in µs.
+cpu_per_req() { awk -v t="${ticks[$1]:-0}" -v n="${requests[$1]:-0}" -v hz="$hz" 'BEGIN {if (n > 0) printf "%.0f", t * 1e6 / hz / n; else printf "0"}'; }
+# cpu_ratio A B: B's CPU per request over A's, which is A's throughput relative to B's on a
+# saturated core.
+cpu_ratio() { awk -v a="$(cpu_per_req "$1")" -v b="$(cpu_per_req "$2")" 'BEGIN {if (a > 0) printf "%.2fx", b / a; else printf "-"}'; }
 {
 	echo
-	echo "Mean req/s over $rounds rounds:"
+	echo "Mean req/s over $rounds rounds, and the server's CPU time per request:"
 	for spec in "${targets[@]}"; do
 		name=${spec%%|*}
 		[[ $name =~ $only ]] || continue
-		awk -v n="$name" -v t="${total[$name]}" -v r="$rounds" 'BEGIN {printf "  %-16s %10.0f\n", n, t / r}'
+		awk -v n="$name" -v t="${total[$name]}" -v r="$rounds" -v c="$(cpu_per_req "$name")" \
+			'BEGIN {printf "  %-16s %10.0f req/s %8d us CPU/req\n", n, t / r, c}'
 	done
 	echo
-	echo "Ratios (req/s a / b):"
-	echo "  10 MiB read, this tree / nginx:          $(ratio new-10m nginx-10m)"
-	echo "  10 MiB read, $base_ref / nginx:          $(ratio base-10m nginx-10m)"
-	echo "  1 KiB read, this tree / $base_ref:       $(ratio new-1k base-1k)"
-	echo "  1 KiB read, this tree / nginx:           $(ratio new-1k nginx-1k)"
-	echo "  1 KiB redeem / read, this tree:          $(ratio new-redeem-1k new-1k)"
-	echo "  1 KiB redeem / read, $base_ref:          $(ratio base-redeem-1k base-1k)"
+	echo "Ratios, a / b: of the req/s, and of the CPU per request turned into throughput (b's CPU/req over a's):"
+	printf '  %-36s %8s %8s\n' "10 MiB read, this tree / nginx" "$(ratio new-10m nginx-10m)" "$(cpu_ratio new-10m nginx-10m)"
+	printf '  %-36s %8s %8s\n' "10 MiB read, $base_ref / nginx" "$(ratio base-10m nginx-10m)" "$(cpu_ratio base-10m nginx-10m)"
+	printf '  %-36s %8s %8s\n' "10 MiB read, this tree / $base_ref" "$(ratio new-10m base-10m)" "$(cpu_ratio new-10m base-10m)"
+	printf '  %-36s %8s %8s\n' "1 KiB read, this tree / $base_ref" "$(ratio new-1k base-1k)" "$(cpu_ratio new-1k base-1k)"
+	printf '  %-36s %8s %8s\n' "1 KiB read, this tree / nginx" "$(ratio new-1k nginx-1k)" "$(cpu_ratio new-1k nginx-1k)"
+	printf '  %-36s %8s %8s\n' "1 KiB redeem / read, this tree" "$(ratio new-redeem-1k new-1k)" "$(cpu_ratio new-redeem-1k new-1k)"
+	printf '  %-36s %8s %8s\n' "1 KiB redeem / read, $base_ref" "$(ratio base-redeem-1k base-1k)" "$(cpu_ratio base-redeem-1k base-1k)"
 	echo
 	for name in new base; do
 		pid_var=${name}_pid

@@ -196,3 +196,19 @@ func bbFetchPausing(addr, target string, pause time.Duration) (int, http.Header,
 	rest, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, append(head[:n], rest...), err
 }
+
+// TestASpoolWithoutUnnamedFilesFallsBackToMemoryWithOneWarning pins docs/operator-guide.md,
+// "The spool": on a filesystem that cannot make unnamed files (procfs here) the service still
+// starts, says so in exactly one warning line, and serves large files from memory.
+func TestASpoolWithoutUnnamedFilesFallsBackToMemoryWithOneWarning(t *testing.T) {
+	big := bbPattern(12 << 20)
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", "12Mi"), Args: []string{"--spool-dir", "/proc"},
+		Files: fixture.Layout{"out/big.bin": string(big)}})
+	r := harness.Get(t, p.Ready.Listen, "/resources/files/big.bin")
+	if r.Status != 200 || !bytes.Equal(r.Body, big) || r.Get("etag") != harness.ETag(big) {
+		t.Fatalf("status %d, %d body bytes: want the whole file and its etag", r.Status, len(r.Body))
+	}
+	if n := strings.Count(p.Stderr(), `"level":"warn"`); n != 1 || !strings.Contains(p.Stderr(), "O_TMPFILE") {
+		t.Fatalf("%d warning lines, want exactly one naming O_TMPFILE; stderr:\n%s", n, p.Stderr())
+	}
+}

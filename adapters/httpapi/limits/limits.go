@@ -22,9 +22,10 @@ const (
 	// DefaultReadHeaderTimeout is how long a client may take to send its whole request header
 	// (--read-header-timeout; docs/operator-guide.md, "Memory and connection bounds").
 	DefaultReadHeaderTimeout = 10 * time.Second
-	// DefaultWriteTimeout bounds the answer to one request, from the end of its header to the
-	// last byte written: enough for a 10 MiB body at about 175 KiB/s. A deployment serving
-	// larger files to slow peers should raise it.
+	// DefaultWriteTimeout bounds the answer to one request, from the end of its header, when
+	// Options gives none; the service gives --send-timeout. The handler may push the deadline
+	// back while a body makes progress (httpapi writes files and listings that way), so it
+	// bounds whole answers only for what is written in one go.
 	DefaultWriteTimeout = 60 * time.Second
 	// DefaultMaxConns is the cap on open connections used by Listen when none is given. One
 	// capsule's peers and operator need few; the cap only has to stop a flood from exhausting

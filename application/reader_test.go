@@ -48,13 +48,8 @@ func newReader(t *testing.T, total int64) (*application.Reader, *budget.Budget) 
 // directory, with its two budgets.
 func newSpoolReader(t *testing.T, memory, spooled int64) (*application.Reader, *budget.Budget, *budget.Budget) {
 	t.Helper()
-	dir, err := spool.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dir.Close() })
 	mem, sp := newBudget(t, memory), newBudget(t, spooled)
-	return application.NewReaderSpoolingAbove(application.Budgets{Memory: mem, Spool: sp}, dir, 0), mem, sp
+	return application.NewReaderSpoolingAbove(application.Budgets{Memory: mem, Spool: sp}, openSpool(t), 0), mem, sp
 }
 
 // readers are the two places a snapshot may live, for the rules both must keep.
@@ -132,14 +127,20 @@ func TestASpooledReadHoldsItsSnapshotInTheSpoolNotInMemory(t *testing.T) {
 // spills them into a real spool directory, with its budgets.
 func newBufferedReader(t *testing.T, buffered, spooled int64) (*application.Reader, *budget.Budget, *budget.Budget) {
 	t.Helper()
+	buf, sp := newBudget(t, buffered), newBudget(t, spooled)
+	budgets := application.Budgets{Memory: newBudget(t, 1<<20), Spool: sp, Buffered: buf}
+	return application.NewReader(budgets, openSpool(t)), buf, sp
+}
+
+// openSpool is a spool directory in the test's temp dir.
+func openSpool(t *testing.T) *spool.Dir {
+	t.Helper()
 	dir, err := spool.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = dir.Close() })
-	buf, sp := newBudget(t, buffered), newBudget(t, spooled)
-	budgets := application.Budgets{Memory: newBudget(t, 1<<20), Spool: sp, Buffered: buf}
-	return application.NewReader(budgets, dir), buf, sp
+	return dir
 }
 
 func TestASlowClientsBodySpillsItsRestIntoTheSpool(t *testing.T) {

@@ -10,7 +10,7 @@ IMAGE     ?= resplane:dev
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test test-short lint fmt arch wire wire-check bench load image clean
+.PHONY: help build run test test-short test-large lint fmt arch wire wire-check bench load image fuzz clean
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,6 +31,9 @@ test: arch wire-check ## Check the architecture and wire_gen.go, then run every 
 
 test-short: ## Run the tests without the race detector.
 	$(GO) test -count=1 $(PKG)
+
+test-large: ## The opt-in tests too slow for CI (a 1 GiB file served in little memory).
+	RESPLANE_TEST_LARGE=1 $(GO) test -count=1 -run 'Gibibyte' ./test/blackbox/
 
 lint: ## gofmt, go vet and staticcheck.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -23,6 +23,7 @@ import (
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/memfs"
 	"github.com/resplane/resplane/adapters/memtrace"
+	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/destination"
 	"github.com/resplane/resplane/ports"
@@ -75,7 +76,7 @@ func newComponent(t *testing.T) *component {
 		clock: clock.NewManual(time.UnixMilli(1_800_000_000_000)),
 		trace: &memtrace.Recorder{},
 	}
-	b, err := budget.New(64 << 20)
+	b, err := budget.New("--read-buffer-budget", 64<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func newComponent(t *testing.T) *component {
 		Log:     zerolog.Nop(),
 	}
 	h, err := resplane.InitializeHandlers(l, resplane.HandlerPorts{
-		FS: c.fs, Budget: b, Clock: c.clock, Trace: c.trace,
+		FS: c.fs, Budgets: application.Budgets{Memory: b}, Clock: c.clock, Trace: c.trace,
 		Key: keys.NewFixed([32]byte{42}), Nonces: keys.FixedNonce{7}, Cards: peerCard{},
 	})
 	if err != nil {
@@ -99,7 +100,7 @@ func newComponent(t *testing.T) *component {
 	}
 	srv := &http.Server{Handler: httpapi.NewEcho(h.Resources, zerolog.Nop())}
 	limits.Harden(srv, limits.Options{})
-	go func() { _ = srv.Serve(limits.Listen(ln, 0)) }()
+	go func() { _ = srv.Serve(limits.Listen(ln, limits.Caps{})) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	c.addr = ln.Addr().String()
 	return c

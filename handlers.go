@@ -3,16 +3,19 @@ package resplane
 import (
 	"github.com/resplane/resplane/adapters/control"
 	"github.com/resplane/resplane/adapters/httpapi"
+	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/ports"
 )
 
 // HandlerPorts are the outbound ports InitializeHandlers builds the use cases over, one field
 // per port. A port may be left nil when the manifest declares nothing that reaches it: Key,
 // Nonces and Cards serve only exports.peer_files, Redeemer and Inbox only
-// capabilities.peer_fetch.
+// capabilities.peer_fetch. Spool may be nil (every read is then buffered in memory), and then
+// Budgets.Spool too.
 type HandlerPorts struct {
 	FS       ports.ExportFS
-	Budget   ports.ReadBudget
+	Budgets  application.Budgets
+	Spool    ports.Spool
 	Clock    ports.Clock
 	Trace    ports.TraceSink
 	Key      ports.InstanceKey

@@ -59,7 +59,8 @@ type Paths struct {
 	ControlPath string
 	// SessionDir is <workdir>/.murmur/<session id>/.
 	SessionDir string
-	// SpoolDir is where snapshot files are made: --spool-dir, else SessionDir.
+	// SpoolDir holds the unnamed snapshot files of large reads: --spool-dir, else SessionDir
+	// (created if missing). Nothing in it ever has a name, but the process writes there.
 	SpoolDir string
 }
 
@@ -79,8 +80,14 @@ type Network struct {
 
 // Limits are the launch's bounds on memory, transfers and time.
 type Limits struct {
-	// ReadBufferBudget is the bytes concurrent reads may hold in memory together.
+	// ReadBufferBudget is --read-buffer-budget as given, 0 when it was not: the bytes
+	// concurrent reads may hold in memory together. The budget itself is decided when the
+	// service knows whether it has a spool (budget.TotalFor).
 	ReadBufferBudget int64
+	// SpoolBudget is the bytes spooled snapshots may hold together (budget.SpoolTotalFor).
+	SpoolBudget int64
+	// SendTimeout closes a response that makes no progress for that long.
+	SendTimeout time.Duration
 	// FetchMaxBytes is the most fetch-peer-file receives.
 	FetchMaxBytes int64
 	// ReadHeaderTimeout closes a connection on either listener whose request header is not

@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/net/netutil"
 
-	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/fanout"
 	"github.com/resplane/resplane/adapters/jsonl"
@@ -46,15 +45,16 @@ const (
 	metricsMaxHeaderBytes = 8<<10 - 4096
 )
 
-// provideMetrics builds the metrics when --metrics-listen is given, and watches the read
-// buffer budget as "memory"; it returns nil otherwise.
-func provideMetrics(o Observability, readBudget *budget.Budget) *prometheus.Metrics {
+// provideMetrics builds the metrics when --metrics-listen is given, and watches the three
+// budgets reads draw on ("memory", "spool" and "send_buffer"); it returns nil otherwise.
+func provideMetrics(o Observability, b budgets) *prometheus.Metrics {
 	if o.MetricsListener == nil {
 		return nil
 	}
 	m := prometheus.New()
-	m.WatchBudget("memory", readBudget)
-	// A spool budget (--spool-budget) is watched the same way, as "spool".
+	m.WatchBudget("memory", b.memory)
+	m.WatchBudget("spool", b.spool)
+	m.WatchBudget("send_buffer", b.buffered)
 	return m
 }
 

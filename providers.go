@@ -7,12 +7,15 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
@@ -26,6 +29,7 @@ import (
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/adapters/prometheus"
+	"github.com/resplane/resplane/adapters/spool"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
@@ -71,7 +75,60 @@ func provideInbox(m manifest.Manifest, p Paths, logger zerolog.Logger, _ *osfs.F
 	return in, func() { _ = in.Close() }, nil
 }
 
-func provideBudget(lim Limits) (*budget.Budget, error) { return budget.New(lim.ReadBufferBudget) }
+// provideSpool opens the spool directory through the held session directory (its default, a
+// duplicate of the held descriptor, never re-resolved by name; an explicit --spool-dir
+// elsewhere is the operator's and is found by name). On a filesystem without unnamed files it
+// logs one warning and returns no spool: every read is then buffered in memory.
+func provideSpool(p Paths, logger zerolog.Logger, session *osfs.SessionDir) (ports.Spool, func(), error) {
+	opened, err := session.OpenDir(p.SpoolDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := spool.OpenDirectory(opened)
+	switch {
+	case errors.Is(err, spool.ErrNoUnnamedFiles):
+		logger.Warn().Err(err).Msg("no spool: every read is buffered in memory, within --read-buffer-budget; " +
+			"give --spool-dir a directory on a local filesystem such as ext4, XFS, btrfs or tmpfs")
+		return nil, func() {}, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	return dir, func() { _ = dir.Close() }, nil
+}
+
+// budgets are the three byte budgets reads draw on, as the adapter that the metrics read too.
+type budgets struct {
+	memory, spool, buffered *budget.Budget
+}
+
+// provideBudgets makes the memory, spool and send-buffer budgets. Without a spool every read is
+// buffered in memory, so the memory budget's default grows to one read of the largest max_bytes;
+// a budget given explicitly is kept as it is (a read larger than all of it then fails
+// io_error).
+func provideBudgets(m manifest.Manifest, lim Limits, sp ports.Spool) (budgets, error) {
+	total, err := budget.TotalFor(m, lim.ReadBufferBudget, sp != nil)
+	if err != nil {
+		total = lim.ReadBufferBudget
+	}
+	memory, err := budget.New("--read-buffer-budget", total)
+	if err != nil {
+		return budgets{}, err
+	}
+	spooled, err := budget.New("--spool-budget", lim.SpoolBudget)
+	if err != nil {
+		return budgets{}, err
+	}
+	buffered, err := budget.New("the send-buffer budget", application.BufferedTotal)
+	if err != nil {
+		return budgets{}, err
+	}
+	return budgets{memory: memory, spool: spooled, buffered: buffered}, nil
+}
+
+// provideApplicationBudgets hands the budgets to the reader as its ports.
+func provideApplicationBudgets(b budgets) application.Budgets {
+	return application.Budgets{Memory: b.memory, Spool: b.spool, Buffered: b.buffered}
+}
 
 // provideInstanceKey generates the minting key when exports.peer_files is declared; the
 // cleanup overwrites it with zeros. Otherwise no key is generated: the key is the zero
@@ -221,8 +278,21 @@ func provideHostPolicy(network Network) hostpolicy.Policy {
 // socket.
 type resourceListener struct{ net.Listener }
 
-func provideResourceListener(bound net.Listener) resourceListener {
-	return resourceListener{limits.Listen(bound, limits.DefaultMaxConns)}
+// provideResourceListener caps the connections (limits.Caps defaults) and logs, at most once a
+// minute, that an address reached its share and its further connections are being closed.
+func provideResourceListener(bound net.Listener, logger zerolog.Logger) resourceListener {
+	refusals := rate.Sometimes{Interval: time.Minute}
+	return resourceListener{limits.Listen(bound, limits.Caps{Refused: func(addr netip.Addr) {
+		refusals.Do(func() {
+			logger.Warn().Str("remote", addr.String()).
+				Msg("a client address holds its share of the resource listener's connections; its further connections are closed at once")
+		})
+	}})}
+}
+
+func provideResources(files *application.Files, peer *application.Redeem, card httpapi.AgentCard, hosts hostpolicy.Policy,
+	lim Limits) *httpapi.Resources {
+	return httpapi.NewResources(files, peer, card, hosts, lim.SendTimeout)
 }
 
 // resourceServer serves the resource listener; a distinct type so wire can tell it from the
@@ -237,7 +307,7 @@ func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi
 		Handler:     requests.track(metrics.InstrumentRequests(httpapi.NewEcho(resources, logger), httpapi.PlaneOf)),
 		BaseContext: requests.baseContext, ErrorLog: log.New(logger, "", 0),
 	}
-	limits.Harden(srv, limits.Options{ReadHeaderTimeout: lim.ReadHeaderTimeout})
+	limits.Harden(srv, limits.Options{ReadHeaderTimeout: lim.ReadHeaderTimeout, WriteTimeout: lim.SendTimeout})
 	srv.ConnState = metrics.TrackConnections(srv.ConnState)
 	return resourceServer{srv}
 }
@@ -253,12 +323,12 @@ func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, ne
 
 // provideConfinement confines the process (docs/operator-guide.md, "Confinement") once
 // everything it opens at start is open. Its unused arguments order it after them: the
-// workdir, peer-in, the trace and the control socket (the resource listener is bound before
+// workdir, peer-in, the trace, the control socket and the spool (the resource listener is bound before
 // the Launch is made, and the peer CA bundle read). A resource the service opens at start
 // belongs in this list; the control API and the service, which report the confinement, come
 // after it.
 func provideConfinement(mode landlock.Mode, m manifest.Manifest, p Paths, obs Observability, logger zerolog.Logger,
-	_ *osfs.FS, _ *osfs.Inbox, _ *jsonl.File, _ controlListener) (landlock.Result, error) {
+	_ *osfs.FS, _ *osfs.Inbox, _ *jsonl.File, _ controlListener, _ ports.Spool) (landlock.Result, error) {
 	policy := landlock.Policy{Workdir: p.Workdir, Writable: writableDirs(m, p), ProcessStats: obs.MetricsListener != nil}
 	if mode != landlock.Off {
 		for _, dir := range policy.Exposing() {

@@ -5,10 +5,8 @@ package resplane
 import (
 	"github.com/google/wire"
 
-	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/fanout"
-	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
@@ -35,8 +33,9 @@ var adapterSet = wire.NewSet(
 	wire.Bind(new(ports.ExportFS), new(*osfs.FS)),
 	provideInbox,
 	wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)),
-	provideBudget,
-	wire.Bind(new(ports.ReadBudget), new(*budget.Budget)),
+	provideSpool,
+	provideBudgets,
+	provideApplicationBudgets,
 	provideInstanceKey,
 	wire.Bind(new(ports.InstanceKey), new(*keys.Random)),
 	wire.Struct(new(keys.RandomNonce)),
@@ -70,7 +69,7 @@ var handlerSet = wire.NewSet(
 	provideTools,
 	provideAgentCard,
 	provideHostPolicy,
-	httpapi.NewResources,
+	provideResources,
 	provideControlAPI,
 )
 
@@ -105,7 +104,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	wire.Build(
 		launchSet,
-		wire.FieldsOf(new(HandlerPorts), "FS", "Budget", "Clock", "Trace", "Key", "Nonces", "Cards", "Redeemer", "Inbox"),
+		wire.FieldsOf(new(HandlerPorts), "FS", "Budgets", "Spool", "Clock", "Trace", "Key", "Nonces", "Cards", "Redeemer", "Inbox"),
 		applicationSet, handlerSet, wire.Struct(new(Handlers), "*"), wire.Value(landlock.Result{}),
 	)
 	return nil, nil

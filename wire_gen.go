@@ -8,10 +8,8 @@ package resplane
 
 import (
 	"github.com/google/wire"
-	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/fanout"
-	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/mcp"
@@ -38,35 +36,38 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	budget, err := provideBudget(limits)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	reader := application.NewReader(budget)
-	system := &clock.System{}
 	identity := l.Identity
-	observability := l.Observability
-	metrics := provideMetrics(observability, budget)
 	sessionDir, cleanup2, err := provideSessionDir(identity, paths, fs)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	resplaneControlListener, cleanup3, err := provideControlListener(paths, sessionDir)
+	spool, cleanup3, err := provideSpool(paths, logger, sessionDir)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	file, cleanup4, err := provideTrace(identity, paths, logger, system, metrics, sessionDir, resplaneControlListener)
+	resplaneBudgets, err := provideBudgets(manifest, limits, spool)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	sink, cleanup5, err := provideSpans(observability, identity, system, metrics, logger)
+	applicationBudgets := provideApplicationBudgets(resplaneBudgets)
+	reader := application.NewReader(applicationBudgets, spool)
+	system := &clock.System{}
+	observability := l.Observability
+	metrics := provideMetrics(observability, resplaneBudgets)
+	resplaneControlListener, cleanup4, err := provideControlListener(paths, sessionDir)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	file, cleanup5, err := provideTrace(identity, paths, logger, system, metrics, sessionDir, resplaneControlListener)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -74,10 +75,20 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	fanoutSink, cleanup6 := provideTraceFanout(file, identity, system, metrics, sink, logger)
-	files := provideFiles(manifest, session, fs, reader, system, fanoutSink)
-	random, cleanup7, err := provideInstanceKey(manifest)
+	sink, cleanup6, err := provideSpans(observability, identity, system, metrics, logger)
 	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	fanoutSink, cleanup7 := provideTraceFanout(file, identity, system, metrics, sink, logger)
+	files := provideFiles(manifest, session, fs, reader, system, fanoutSink)
+	random, cleanup8, err := provideInstanceKey(manifest)
+	if err != nil {
+		cleanup7()
 		cleanup6()
 		cleanup5()
 		cleanup4()
@@ -91,19 +102,20 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	network := l.Network
 	agentCard := provideAgentCard(manifest, identity, network)
 	policy := provideHostPolicy(network)
-	resources := httpapi.NewResources(files, redeem, agentCard, policy)
+	resources := provideResources(files, redeem, agentCard, policy, limits)
 	resplaneInflight := newInflight()
 	resplaneResourceServer := provideResourceServer(limits, logger, resources, resplaneInflight, metrics)
 	listener := l.Listener
-	resplaneResourceListener := provideResourceListener(listener)
+	resplaneResourceListener := provideResourceListener(listener, logger)
 	tasks := application.NewTasks(session)
 	certPool := network.PeerRoots
 	cardFetcher := provideCardFetcher(certPool)
 	randomNonce := keys.RandomNonce{}
 	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, fanoutSink)
 	redeemer := provideRedeemer(certPool)
-	inbox, cleanup8, err := provideInbox(manifest, paths, logger, fs)
+	inbox, cleanup9, err := provideInbox(manifest, paths, logger, fs)
 	if err != nil {
+		cleanup8()
 		cleanup7()
 		cleanup6()
 		cleanup5()
@@ -115,8 +127,9 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	}
 	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, redeemer, inbox, fanoutSink)
 	mode := l.Confine
-	result, err := provideConfinement(mode, manifest, paths, observability, logger, fs, inbox, file, resplaneControlListener)
+	result, err := provideConfinement(mode, manifest, paths, observability, logger, fs, inbox, file, resplaneControlListener, spool)
 	if err != nil {
+		cleanup9()
 		cleanup8()
 		cleanup7()
 		cleanup6()
@@ -134,6 +147,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	resplaneMetricsServer := provideMetricsServer(observability, limits, metrics, resplaneReadiness, logger)
 	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, fanoutSink, session, v, result, resplaneMetricsServer, resplaneReadiness)
 	return service, func() {
+		cleanup9()
 		cleanup8()
 		cleanup7()
 		cleanup6()
@@ -155,8 +169,9 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	class := l.Containment
 	session := provideSession(class)
 	exportFS := p.FS
-	readBudget := p.Budget
-	reader := application.NewReader(readBudget)
+	applicationBudgets := p.Budgets
+	spool := p.Spool
+	reader := application.NewReader(applicationBudgets, spool)
 	portsClock := p.Clock
 	traceSink := p.Trace
 	files := provideFiles(manifest, session, exportFS, reader, portsClock, traceSink)
@@ -167,12 +182,12 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	network := l.Network
 	agentCard := provideAgentCard(manifest, identity, network)
 	policy := provideHostPolicy(network)
-	resources := httpapi.NewResources(files, redeem, agentCard, policy)
+	limits := l.Limits
+	resources := provideResources(files, redeem, agentCard, policy, limits)
 	tasks := application.NewTasks(session)
 	cardFetcher := p.Cards
 	nonceSource := p.Nonces
 	shareFile := provideShareFile(manifest, peerIssuer, session, exportFS, cardFetcher, nonceSource, portsClock, traceSink)
-	limits := l.Limits
 	peerRedeemer := p.Redeemer
 	peerInbox := p.Inbox
 	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, peerRedeemer, peerInbox, traceSink)
@@ -248,7 +263,10 @@ var launchSet = wire.NewSet(wire.FieldsOf(new(Launch), "Manifest", "Identity", "
 
 // adapterSet provides the outbound adapters and binds each to the port it implements. This is
 // the one place where a concrete adapter meets its port.
-var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideBudget, wire.Bind(new(ports.ReadBudget), new(*budget.Budget)), provideInstanceKey, wire.Bind(new(ports.InstanceKey), new(*keys.Random)), wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideSessionDir,
+var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideSpool,
+	provideBudgets,
+	provideApplicationBudgets,
+	provideInstanceKey, wire.Bind(new(ports.InstanceKey), new(*keys.Random)), wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideSessionDir,
 	provideTrace,
 	provideMetrics,
 	provideSpans,
@@ -268,7 +286,9 @@ var applicationSet = wire.NewSet(
 var handlerSet = wire.NewSet(
 	provideTools,
 	provideAgentCard,
-	provideHostPolicy, httpapi.NewResources, provideControlAPI,
+	provideHostPolicy,
+	provideResources,
+	provideControlAPI,
 )
 
 // edgeSet provides the inbound side: the handlers, the resource listener, the control socket

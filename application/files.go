@@ -199,7 +199,7 @@ func (s *Files) Read(ctx context.Context, req Request, rawPath string) (generati
 		Err:         err,
 	}
 	if err == nil {
-		event.Bytes, event.SHA256 = int64(len(served.Body.Bytes)), served.Body.SHA256
+		event.Bytes, event.SHA256 = served.Body.Size, served.Body.SHA256
 	}
 	s.trace.Record(event)
 	return gen, served, err

@@ -75,7 +75,7 @@ func BenchmarkListing(b *testing.B) {
 	// A file's hash is reused only once its times are older than the racy window before the
 	// listing that took it.
 	time.Sleep(application.RacyWindow + 100*time.Millisecond)
-	reader := application.NewReader(benchBudget(b))
+	reader := application.NewReader(application.Budgets{Memory: benchBudget(b)}, nil)
 	fresh := func() *application.Files {
 		return application.NewFiles(
 			&application.ExportPlane{Root: "out/", MaxBytes: 10 << 20},

@@ -1,6 +1,7 @@
 package application_test
 
 import (
+	"io"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ var epoch = time.UnixMilli(1_755_950_000_000)
 
 func newWorld(t *testing.T, class containment.Class) *world {
 	t.Helper()
-	b, err := budget.New(64 << 20)
+	b, err := budget.New("--read-buffer-budget", 64<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +38,21 @@ func newWorld(t *testing.T, class containment.Class) *world {
 		clock:   clock.NewManual(epoch),
 		trace:   &memtrace.Recorder{},
 		session: application.Session{Generation: &generation.Counter{}, Containment: class},
-		reader:  application.NewReader(b),
+		reader:  application.NewReader(application.Budgets{Memory: b}, nil),
 	}
+}
+
+// contentOf reads a served body's bytes.
+func contentOf(t *testing.T, b *application.Body) string {
+	t.Helper()
+	data, err := io.ReadAll(b.Content())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(data)) != b.Size {
+		t.Fatalf("the body's content has %d bytes, its Size says %d", len(data), b.Size)
+	}
+	return string(data)
 }
 
 // write puts a file in the workdir, creating its directories.

@@ -98,8 +98,8 @@ func TestShareMintsAHandleTheRedeemAccepts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer answer.Served.Body.Release()
-	if string(answer.Served.Body.Bytes) != "# report\n" || answer.HandleID != result.HandleID {
-		t.Fatalf("redeem served %q as %s", answer.Served.Body.Bytes, answer.HandleID)
+	if got := contentOf(t, answer.Served.Body); got != "# report\n" || answer.HandleID != result.HandleID {
+		t.Fatalf("redeem served %q as %s", got, answer.HandleID)
 	}
 	redeem, _ := fields(w.lastEvent(t, "peer_handle_redeem"))
 	if redeem["path"] != "report.md" || redeem["audience_asserted"] != peerAud || redeem["bytes"] != int64(9) {

@@ -8,12 +8,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/resplane/resplane/adapters/budget"
+	"github.com/resplane/resplane/adapters/spool"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/ports"
 )
@@ -48,7 +51,7 @@ func openOSFile(path string) (*osFile, error) {
 
 func benchBudget(b *testing.B) *budget.Budget {
 	b.Helper()
-	bud, err := budget.New(256 << 20)
+	bud, err := budget.New("--read-buffer-budget", 256<<20)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,21 +63,57 @@ var readSizes = []struct {
 	size int
 }{
 	{"4KiB", 4 << 10},
+	{"16KiB", 16 << 10},
+	{"64KiB", 64 << 10},
+	{"256KiB", 256 << 10},
 	{"1MiB", 1 << 20},
 	{"10MiB", 10 << 20},
 }
 
-// BenchmarkRead reads one file whole and hashes it, two ways on the same file:
+// loopback is a TCP connection whose far end a goroutine drains, for a benchmark to send
+// bodies through as a response would go.
+func loopback(b *testing.B) *net.TCPConn {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, c)
+		_ = c.Close()
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close(); _ = ln.Close() })
+	return c.(*net.TCPConn)
+}
+
+// BenchmarkRead reads one file whole, hashes it and sends it over a loopback TCP connection,
+// three ways on the same file:
 //
-//   - pooled: open + fstat, Reader.Read (budget reservation, a pooled buffer, sha256),
-//     Body.Release (the buffer back to the pool), close: what every served read does;
-//   - baseline: os.ReadFile (open, fstat, a fresh buffer, close) + sha256 + hex, the
-//     allocation-per-request alternative.
+//   - memory: open + fstat, Reader.Read into a pooled buffer (memory budget reservation,
+//     sha256), the buffer written to the connection, Body.Release, close: what a read of at
+//     most application.InMemoryUpTo bytes does;
+//   - spool: the same with the snapshot in an unnamed spool file (spool budget reservation,
+//     copy_file_range, sha256 read back through a 64 KiB buffer), sent with sendfile(2):
+//     what a larger read does. The pair at each size is what InMemoryUpTo was chosen from;
+//   - baseline: os.ReadFile (a fresh buffer per read) + sha256 + hex, written to the
+//     connection.
 //
-// SetBytes is the file size, so MB/s is the read-and-hash throughput; B/op shows what the
-// pool saves.
+// SetBytes is the file size, so MB/s is the read-hash-send throughput.
 func BenchmarkRead(b *testing.B) {
 	dir := b.TempDir()
+	spoolDir, err := spool.Open(filepath.Join(dir, "spool"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = spoolDir.Close() })
 	for _, s := range readSizes {
 		path := filepath.Join(dir, s.name)
 		data := make([]byte, s.size)
@@ -85,29 +124,41 @@ func BenchmarkRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		maxBytes := int64(16 << 20)
-		b.Run(s.name+"/pooled", func(b *testing.B) {
-			reader := application.NewReader(benchBudget(b))
-			ctx := context.Background()
-			b.SetBytes(int64(s.size))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				f, err := openOSFile(path)
-				if err != nil {
-					b.Fatal(err)
+		readers := []struct {
+			name   string
+			reader *application.Reader
+		}{
+			{"memory", application.NewReader(application.Budgets{Memory: benchBudget(b)}, nil)},
+			{"spool", application.NewReaderSpoolingAbove(
+				application.Budgets{Memory: benchBudget(b), Spool: benchBudget(b)}, spoolDir, 0)},
+		}
+		for _, r := range readers {
+			b.Run(s.name+"/"+r.name, func(b *testing.B) {
+				conn := loopback(b)
+				ctx := context.Background()
+				b.SetBytes(int64(s.size))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					f, err := openOSFile(path)
+					if err != nil {
+						b.Fatal(err)
+					}
+					body, err := r.reader.Read(ctx, f, maxBytes)
+					if err != nil {
+						b.Fatal(err)
+					}
+					sent, err := io.Copy(conn, body.Content())
+					if err != nil || sent != int64(s.size) || len(body.SHA256) != 64 {
+						b.Fatalf("sent %d bytes: %v", sent, err)
+					}
+					body.Release()
+					f.Close()
 				}
-				body, err := reader.Read(ctx, f, maxBytes)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(body.Bytes) != s.size || len(body.SHA256) != 64 {
-					b.Fatalf("read %d bytes", len(body.Bytes))
-				}
-				body.Release()
-				f.Close()
-			}
-		})
+			})
+		}
 		b.Run(s.name+"/baseline", func(b *testing.B) {
+			conn := loopback(b)
 			b.SetBytes(int64(s.size))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -119,6 +170,9 @@ func BenchmarkRead(b *testing.B) {
 				sum := sha256.Sum256(data)
 				if len(data) != s.size || len(hex.EncodeToString(sum[:])) != 64 {
 					b.Fatalf("read %d bytes", len(data))
+				}
+				if _, err := conn.Write(data); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
@@ -135,7 +189,7 @@ func BenchmarkReadParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("1MiB/pooled", func(b *testing.B) {
-		reader := application.NewReader(benchBudget(b))
+		reader := application.NewReader(application.Budgets{Memory: benchBudget(b)}, nil)
 		b.SetBytes(size)
 		b.ReportAllocs()
 		b.ResetTimer()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/resplane/resplane/adapters/budget"
+	"github.com/resplane/resplane/adapters/spool"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
@@ -31,13 +32,37 @@ func (f *growingFile) Stat() ports.FileStat {
 }
 func (f *growingFile) Close() error { return nil }
 
-func newReader(t *testing.T, total int64) (*application.Reader, *budget.Budget) {
+func newBudget(t *testing.T, total int64) *budget.Budget {
 	t.Helper()
-	b, err := budget.New(total)
+	b, err := budget.New("--read-buffer-budget", total)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return application.NewReader(b), b
+	return b
+}
+
+// newReader is a Reader without a spool: every read is buffered in memory.
+func newReader(t *testing.T, total int64) (*application.Reader, *budget.Budget) {
+	t.Helper()
+	b := newBudget(t, total)
+	return application.NewReader(application.Budgets{Memory: b}, nil), b
+}
+
+// newSpoolReader is a Reader that spools every read, however small, into a real spool
+// directory, with its two budgets.
+func newSpoolReader(t *testing.T, memory, spooled int64) (*application.Reader, *budget.Budget, *budget.Budget) {
+	t.Helper()
+	mem, sp := newBudget(t, memory), newBudget(t, spooled)
+	return application.NewReaderSpoolingAbove(application.Budgets{Memory: mem, Spool: sp}, openSpool(t), 0), mem, sp
+}
+
+// readers are the two places a snapshot may live, for the rules both must keep.
+var readers = []struct {
+	name string
+	make func(t *testing.T) *application.Reader
+}{
+	{"in memory", func(t *testing.T) *application.Reader { r, _ := newReader(t, 1<<20); return r }},
+	{"spooled", func(t *testing.T) *application.Reader { r, _, _ := newSpoolReader(t, 1<<20, 1<<20); return r }},
 }
 
 func TestReaderHashesWhatItServesWhenTheFileGrows(t *testing.T) {
@@ -53,26 +78,202 @@ func TestReaderHashesWhatItServesWhenTheFileGrows(t *testing.T) {
 		{"a file that grew past max_bytes is too large", 3, "abcdefghijk", 10, ""},
 		{"a file that shrank is served as read", 10, "abc", 10, "abc"},
 		{"an empty file is served", 0, "", 10, ""},
+		{"a large file that grew is served whole", 20, strings.Repeat("0123456789", 100), 2000, strings.Repeat("0123456789", 100)},
+		{"a large file that grew past max_bytes is too large", 20, strings.Repeat("0123456789", 100), 999, ""},
 	}
-	for _, tc := range cases {
-		t.Run(tc.rule, func(t *testing.T) {
-			reader, _ := newReader(t, 1<<20)
-			body, err := reader.Read(context.Background(), &growingFile{strings.NewReader(tc.content), tc.size}, tc.maxBytes)
-			if tc.want == "" && tc.content != "" {
-				if !refusal.Is(err, refusal.TooLarge) {
-					t.Fatalf("Read = %v; want too_large", err)
+	for _, r := range readers {
+		for _, tc := range cases {
+			t.Run(r.name+"/"+tc.rule, func(t *testing.T) {
+				reader := r.make(t)
+				body, err := reader.Read(context.Background(), &growingFile{strings.NewReader(tc.content), tc.size}, tc.maxBytes)
+				if tc.want == "" && tc.content != "" {
+					if !refusal.Is(err, refusal.TooLarge) {
+						t.Fatalf("Read = %v; want too_large", err)
+					}
+					return
 				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer body.Release()
-			if string(body.Bytes) != tc.want || body.SHA256 != sha(tc.want) {
-				t.Fatalf("served %q (%s)", body.Bytes, body.SHA256)
-			}
-		})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer body.Release()
+				if got := contentOf(t, body); got != tc.want || body.SHA256 != sha(tc.want) {
+					t.Fatalf("served %q (%s)", got, body.SHA256)
+				}
+			})
+		}
 	}
+}
+
+func TestASpooledReadHoldsItsSnapshotInTheSpoolNotInMemory(t *testing.T) {
+	reader, mem, sp := newSpoolReader(t, 64<<10, 2000)
+	body, err := reader.Read(context.Background(), &growingFile{strings.NewReader(strings.Repeat("s", 999)), 999}, 1999)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasRoomFor(mem, 64<<10) {
+		t.Error("a spooled body holds memory after it was hashed")
+	}
+	if hasRoomFor(sp, 2000-999) {
+		t.Error("a spooled body does not hold its 1000 bytes (size + 1) of the spool budget")
+	}
+	if lr, ok := body.Content().(*io.LimitedReader); !ok || lr.N != 999 {
+		t.Error("a spooled body's content is not limited to its 999 bytes")
+	} else if _, ok := lr.R.(syscall.Conn); !ok {
+		t.Error("a spooled body's content is not a kernel file: net/http could not sendfile it")
+	}
+	body.Release()
+	if !hasRoomFor(sp, 2000) {
+		t.Error("Release did not give the spool budget back")
+	}
+}
+
+// newBufferedReader is a Reader that buffers reads above 64 KiB from a send-buffer budget and
+// spills them into a real spool directory, with its budgets.
+func newBufferedReader(t *testing.T, buffered, spooled int64) (*application.Reader, *budget.Budget, *budget.Budget) {
+	t.Helper()
+	buf, sp := newBudget(t, buffered), newBudget(t, spooled)
+	budgets := application.Budgets{Memory: newBudget(t, 1<<20), Spool: sp, Buffered: buf}
+	return application.NewReader(budgets, openSpool(t)), buf, sp
+}
+
+// openSpool is a spool directory in the test's temp dir.
+func openSpool(t *testing.T) *spool.Dir {
+	t.Helper()
+	dir, err := spool.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dir.Close() })
+	return dir
+}
+
+func TestASlowClientsBodySpillsItsRestIntoTheSpool(t *testing.T) {
+	content := strings.Repeat("0123456789abcdef", 10_000) // 160,000 bytes
+	reader, buf, sp := newBufferedReader(t, 1<<20, 1<<20)
+	body, err := reader.Read(context.Background(), &growingFile{strings.NewReader(content), 160_000}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Release()
+	head := make([]byte, 1000)
+	if _, err := io.ReadFull(body.Content(), head); err != nil {
+		t.Fatal(err)
+	}
+	if hasRoomFor(buf, 1<<20-150_000) {
+		t.Fatal("a buffered body does not hold its buffer in the send-buffer budget")
+	}
+	rest := body.Spill(1000)
+	if rest == nil {
+		t.Fatal("Spill returned nothing")
+	}
+	if lr, ok := rest.(*io.LimitedReader); !ok || lr.N != 159_000 {
+		t.Fatalf("the spilled rest is %T, not the 159,000 bytes left as a kernel file", rest)
+	}
+	got, err := io.ReadAll(rest)
+	if err != nil || string(head)+string(got) != content || body.SHA256 != sha(content) {
+		t.Fatalf("head and spilled rest make %d bytes (%v); want the body the etag describes", len(head)+len(got), err)
+	}
+	if !hasRoomFor(buf, 1<<20) {
+		t.Error("Spill did not give the buffer back")
+	}
+	if hasRoomFor(sp, 1<<20-158_000) {
+		t.Error("the spilled rest does not hold its bytes of the spool budget")
+	}
+	if body.Spill(2000) != nil {
+		t.Error("a body spilled twice")
+	}
+	body.Release()
+	if !hasRoomFor(sp, 1<<20) {
+		t.Error("Release did not give the spool budget back")
+	}
+}
+
+func TestABodyStaysInMemoryWhenTheSpoolHasNoRoom(t *testing.T) {
+	reader, buf, sp := newBufferedReader(t, 1<<20, 200_000)
+	if err := sp.Reserve(context.Background(), 100_000); err != nil {
+		t.Fatal(err)
+	}
+	content := strings.Repeat("x", 150_000)
+	body, err := reader.Read(context.Background(), &growingFile{strings.NewReader(content), 150_000}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Release()
+	if body.Spill(0) != nil {
+		t.Fatal("a body spilled into a spool without room for it")
+	}
+	if got := contentOf(t, body); got != content {
+		t.Fatalf("the body kept %d bytes, want its %d", len(got), len(content))
+	}
+	if hasRoomFor(buf, 1<<20-150_000) {
+		t.Error("a body that did not spill gave its buffer back early")
+	}
+}
+
+func TestASmallOrSpooledBodyDoesNotSpill(t *testing.T) {
+	small, _ := newReader(t, 1<<20)
+	spooled, _, _ := newSpoolReader(t, 1<<20, 1<<20)
+	for name, r := range map[string]*application.Reader{"in memory": small, "spooled": spooled} {
+		body, err := r.Read(context.Background(), &growingFile{strings.NewReader("abc"), 3}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body.Spill(1) != nil {
+			t.Errorf("a body %s spilled", name)
+		}
+		body.Release()
+	}
+}
+
+func TestASpooledReadWaitsForTheSpoolBudgetAndGivesUpWithTheRequest(t *testing.T) {
+	reader, _, sp := newSpoolReader(t, 64<<10, 100)
+	if err := sp.Reserve(context.Background(), 100); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := reader.Read(ctx, &growingFile{strings.NewReader(strings.Repeat("w", 50)), 50}, 99)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Read = %v; want it to wait for the spool and then give up with its context", err)
+	}
+}
+
+func TestAFileGrowingUnderABusySpoolIsRefusedInsteadOfWaiting(t *testing.T) {
+	reader, _, sp := newSpoolReader(t, 64<<10, 100)
+	if err := sp.Reserve(context.Background(), 80); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := reader.Read(ctx, &growingFile{strings.NewReader(strings.Repeat("g", 60)), 10}, 90)
+	r, ok := refusal.As(err)
+	if !ok || r.Code != refusal.IOError || ctx.Err() != nil {
+		t.Fatalf("Read = %v (ctx %v); want an immediate io_error, not a wait", err, ctx.Err())
+	}
+	if !hasRoomFor(sp, 20) {
+		t.Error("the refused read kept its spool reservation")
+	}
+}
+
+func TestWithoutASpoolALargeReadIsBufferedInMemory(t *testing.T) {
+	reader, mem := newReader(t, 1<<20)
+	body, err := reader.Read(context.Background(), &growingFile{strings.NewReader(strings.Repeat("m", 100<<10)), 100 << 10}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Release()
+	if hasRoomFor(mem, 1<<20-100<<10) {
+		t.Error("a read without a spool does not hold its buffer in the memory budget")
+	}
+}
+
+// hasRoomFor reports whether n bytes can be reserved from b right now; it gives them back.
+func hasRoomFor(b *budget.Budget, n int64) bool {
+	if !b.TryReserve(n) {
+		return false
+	}
+	b.Release(n)
+	return true
 }
 
 func TestReaderNamesTheLimitOnTooLarge(t *testing.T) {
@@ -131,11 +332,14 @@ func (failingReader) Read([]byte) (int, error) {
 }
 
 func TestReaderTurnsAReadFailureIntoAnIOErrorWithoutAPath(t *testing.T) {
-	reader, _ := newReader(t, 1<<20)
-	_, err := reader.Read(context.Background(), &growingFile{failingReader{}, 3}, 10)
-	r, ok := refusal.As(err)
-	if !ok || r.Code != refusal.IOError || !strings.Contains(r.Message, "input/output error") || strings.Contains(r.Message, "grow.log") {
-		t.Fatalf("Read = %v; want io_error with the OS text and no path", err)
+	for _, r := range readers {
+		t.Run(r.name, func(t *testing.T) {
+			_, err := r.make(t).Read(context.Background(), &growingFile{failingReader{}, 3}, 10)
+			got, ok := refusal.As(err)
+			if !ok || got.Code != refusal.IOError || !strings.Contains(got.Message, "input/output error") || strings.Contains(got.Message, "grow.log") {
+				t.Fatalf("Read = %v; want io_error with the OS text and no path", err)
+			}
+		})
 	}
 }
 

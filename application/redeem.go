@@ -87,7 +87,7 @@ func (u *Redeem) Do(ctx context.Context, req RedeemRequest) (RedeemAnswer, error
 		Generation: answer.Generation, Err: err,
 	}
 	if err == nil {
-		event.Path, event.Bytes, event.SHA256 = p, int64(len(body.Bytes)), body.SHA256
+		event.Path, event.Bytes, event.SHA256 = p, body.Size, body.SHA256
 		answer.Served = &Served{Body: body, Containment: u.session.Containment}
 	}
 	u.trace.Record(event)

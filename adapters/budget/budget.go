@@ -1,6 +1,7 @@
-// Package budget implements ports.ReadBudget: a fixed number of bytes (--read-buffer-budget)
-// that concurrent reads share, so a burst of large reads waits for room instead of exhausting
-// memory. TotalFor decides that number for a manifest.
+// Package budget implements ports.ReadBudget: a fixed number of bytes that concurrent reads
+// share, so a burst of large reads waits for room instead of exhausting memory
+// (--read-buffer-budget) or the spool (--spool-budget). TotalFor and SpoolTotalFor decide
+// those numbers for a manifest.
 package budget
 
 import (
@@ -19,13 +20,14 @@ import (
 
 // ErrExceedsBudget is wrapped by Reserve's error for a request larger than the whole budget,
 // which could never be granted.
-var ErrExceedsBudget = errors.New("read buffer budget exceeded")
+var ErrExceedsBudget = errors.New("budget exceeded")
 
 // Budget is a weighted semaphore of bytes. Waiters are served first come, first served: a
 // large reservation waiting for room is not overtaken by smaller ones that arrive after it, so
 // it cannot starve. It also keeps the readings an operator watches (HeldBytes, WaitingBytes,
 // Waits, WaitedTime), which the metrics adapter exports. A Budget is safe for concurrent use.
 type Budget struct {
+	flag  string // the setting that sets total, for messages
 	total int64
 	sem   *semaphore.Weighted
 
@@ -36,30 +38,31 @@ type Budget struct {
 
 var _ ports.ReadBudget = (*Budget)(nil)
 
-// New returns a budget of total bytes; total must be positive.
-func New(total int64) (*Budget, error) {
+// New returns a budget of total bytes, set by the setting flag (such as
+// "--read-buffer-budget"), which its error messages name; total must be positive.
+func New(flag string, total int64) (*Budget, error) {
 	if total <= 0 {
-		return nil, fmt.Errorf("read buffer budget must be positive, got %d bytes", total)
+		return nil, fmt.Errorf("%s must be positive, got %d bytes", flag, total)
 	}
-	return &Budget{total: total, sem: semaphore.NewWeighted(total)}, nil
+	return &Budget{flag: flag, total: total, sem: semaphore.NewWeighted(total)}, nil
 }
 
-// DefaultTotal is the budget when --read-buffer-budget is not given and no declared max_bytes
-// needs more.
+// DefaultTotal is the memory budget when --read-buffer-budget is not given and no read
+// buffered in memory needs more.
 const DefaultTotal = 256 << 20
 
-// TotalFor returns the budget to serve m with: given (0 when --read-buffer-budget was not
-// given) or the default, which grows to what one read of the largest declared max_bytes
-// reserves (application.BufferFor), so a valid manifest always launches. A given budget
-// smaller than that could never grant such a read and is refused.
-func TotalFor(m manifest.Manifest, given int64) (int64, error) {
-	need := int64(0)
-	if m.Files != nil {
-		need = application.BufferFor(m.Files.MaxBytes.Int64())
+// TotalFor returns the memory budget to serve m with: given (0 when --read-buffer-budget was
+// not given) or the default, which grows to what one read buffered in memory under the largest
+// declared max_bytes reserves (application.BufferFor), so a valid manifest always launches.
+// spooled says whether reads above application.InMemoryUpTo go to the spool: then no read
+// buffers more than that, and the default never grows. A given budget smaller than what one
+// such read reserves could never grant it and is refused.
+func TotalFor(m manifest.Manifest, given int64, spooled bool) (int64, error) {
+	largest := largestMaxBytes(m)
+	if spooled {
+		largest = min(largest, application.InMemoryUpTo-1)
 	}
-	if m.PeerFiles != nil {
-		need = max(need, application.BufferFor(m.PeerFiles.MaxBytes.Int64()))
-	}
+	need := application.BufferFor(largest)
 	if given == 0 {
 		return max(DefaultTotal, need), nil
 	}
@@ -69,16 +72,46 @@ func TotalFor(m manifest.Manifest, given int64) (int64, error) {
 	return given, nil
 }
 
+// DefaultSpoolTotal is the spool budget when --spool-budget is not given and no declared
+// max_bytes needs more.
+const DefaultSpoolTotal = 2 << 30
+
+// SpoolTotalFor returns the spool budget to serve m with: given (0 when --spool-budget was not
+// given) or the default, which grows to one spooled read of the largest declared max_bytes
+// (max_bytes + 1), so a valid manifest always launches. A given budget smaller than that could
+// never grant such a read and is refused.
+func SpoolTotalFor(m manifest.Manifest, given int64) (int64, error) {
+	need := largestMaxBytes(m) + 1
+	if given == 0 {
+		return max(DefaultSpoolTotal, need), nil
+	}
+	if given < need {
+		return 0, fmt.Errorf("--spool-budget (%d bytes) must be at least %d bytes: one read of a file of max_bytes needs that much", given, need)
+	}
+	return given, nil
+}
+
+// largestMaxBytes is the largest max_bytes m declares, 0 when it declares no plane.
+func largestMaxBytes(m manifest.Manifest) int64 {
+	largest := int64(0)
+	if m.Files != nil {
+		largest = m.Files.MaxBytes.Int64()
+	}
+	if m.PeerFiles != nil {
+		largest = max(largest, m.PeerFiles.MaxBytes.Int64())
+	}
+	return largest
+}
+
 // Reserve implements ports.ReadBudget. It blocks until n bytes are free or ctx is done, in
 // which case it returns ctx.Err() and holds nothing. A request for more than the whole budget
 // fails at once with an error wrapping ErrExceedsBudget; a negative n is an error too.
 func (b *Budget) Reserve(ctx context.Context, n int64) error {
 	switch {
 	case n < 0:
-		return fmt.Errorf("read buffer budget: cannot reserve a negative %d bytes", n)
+		return fmt.Errorf("%s: cannot reserve a negative %d bytes", b.flag, n)
 	case n > b.total:
-		return fmt.Errorf("%w: reserving %d bytes, but the whole read buffer budget "+
-			"(--read-buffer-budget) is %d bytes", ErrExceedsBudget, n, b.total)
+		return fmt.Errorf("%w: reserving %d bytes, but the whole budget (%s) is %d bytes", ErrExceedsBudget, n, b.flag, b.total)
 	}
 	if err := ctx.Err(); err != nil {
 		return err // a request already abandoned takes nothing, even when there is room
@@ -102,10 +135,7 @@ func (b *Budget) Reserve(ctx context.Context, n int64) error {
 // TryReserve implements ports.ReadBudget: it takes n bytes only if they are free now and no
 // earlier reservation is waiting, and never blocks.
 func (b *Budget) TryReserve(n int64) bool {
-	if n < 0 || n > b.total {
-		return false
-	}
-	if !b.sem.TryAcquire(n) {
+	if n < 0 || n > b.total || !b.sem.TryAcquire(n) {
 		return false
 	}
 	b.held.Add(n)

@@ -10,7 +10,7 @@ import (
 
 func newBudget(t *testing.T, total int64) *Budget {
 	t.Helper()
-	b, err := New(total)
+	b, err := New("--read-buffer-budget", total)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func hasRoomFor(b *Budget, n int64) bool {
 
 func TestNewRefusesAnEmptyBudget(t *testing.T) {
 	for _, total := range []int64{0, -1} {
-		if _, err := New(total); err == nil {
+		if _, err := New("--read-buffer-budget", total); err == nil {
 			t.Errorf("New(%d) succeeded", total)
 		}
 	}
@@ -94,7 +94,7 @@ func TestReserveMoreThanTheWholeBudgetFailsAtOnce(t *testing.T) {
 	if !errors.Is(err, ErrExceedsBudget) {
 		t.Fatalf("err = %v, want ErrExceedsBudget", err)
 	}
-	for _, want := range []string{"read buffer budget", "101", "100", "--read-buffer-budget"} {
+	for _, want := range []string{"101", "100", "--read-buffer-budget"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message %q does not mention %q", err, want)
 		}
@@ -170,7 +170,7 @@ func TestMisuse(t *testing.T) {
 }
 
 func TestTryReserveNeverBlocks(t *testing.T) {
-	b, err := New(100)
+	b, err := New("--read-buffer-budget", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,9 @@ import (
 // Settings is one subcommand's validated configuration. A field whose flag was not given holds
 // its fixed default or, when the default is not fixed, its zero value; Load derives nothing.
 // The defaults that are not fixed are derived after Load: serve (cmd/resplane/serve.go)
-// derives SessionID, Workdir, Listen, AdvertiseURL, TracePath and ControlPath from the
-// manifest, the session id and the bound port; budget.TotalFor (adapters/budget) derives
-// ReadBufferBudget from the manifest; the launch checks (application.LaunchChecks) take
+// derives SessionID, Workdir, Listen, AdvertiseURL, TracePath, ControlPath and SpoolDir from
+// the manifest, the session id and the bound port; budget.TotalFor and budget.SpoolTotalFor
+// (adapters/budget) derive ReadBufferBudget and SpoolBudget from the manifest; the launch checks (application.LaunchChecks) take
 // AfterTask from the manifest, for serve and check alike. TraceParent and PeerCA have no
 // default. check leaves an empty Workdir empty: it then has no workdir to inspect.
 type Settings struct {
@@ -49,13 +49,15 @@ type Settings struct {
 	// PeerCA is a PEM bundle of extra roots for https peers; "" for none.
 	PeerCA string
 	// ReadBufferBudget bounds the bytes concurrent reads hold in memory; zero when not given,
-	// which means 256Mi or, if a declared max_bytes needs more, what one such read needs.
+	// which means 256Mi or, without a spool and if a declared max_bytes needs more, what one
+	// such read needs.
 	ReadBufferBudget manifest.ByteCount
 	// ReadHeaderTimeout closes a connection whose header is not complete by then; default 10s.
 	ReadHeaderTimeout time.Duration
 	// SpoolDir is where unnamed snapshot files live; "" means <workdir>/.murmur/<session id>/.
 	SpoolDir string
-	// SpoolBudget bounds the bytes of snapshots held outside memory; default 2Gi.
+	// SpoolBudget bounds the bytes of snapshots held outside memory; zero when not given, which
+	// means 2Gi or, if a declared max_bytes needs more, what one such read needs.
 	SpoolBudget manifest.ByteCount
 	// SendTimeout closes a connection whose response makes no progress for that long;
 	// default 30s.
@@ -152,7 +154,7 @@ var settings = []setting{
 		func(s *Settings, v string) (err error) { s.FetchMaxBytes, err = manifest.ParseByteCount(v); return err }},
 	{"peer-ca", "PATH", "", "none", "PEM bundle of extra CA roots for https:// peers (system roots are always trusted)",
 		func(s *Settings, v string) error { return nonEmpty(&s.PeerCA, v) }},
-	{"read-buffer-budget", "SIZE", "", "256Mi, or one read of the largest declared max_bytes if that is more",
+	{"read-buffer-budget", "SIZE", "", "256Mi; without a spool, one read of the largest declared max_bytes if that is more",
 		"Total bytes concurrent reads may hold in memory; further reads wait for room",
 		func(s *Settings, v string) (err error) {
 			s.ReadBufferBudget, err = manifest.ParseByteCount(v)
@@ -164,7 +166,8 @@ var settings = []setting{
 	{"spool-dir", "DIR", "", "<workdir>/.murmur/<session id>/",
 		"Where the unnamed snapshot files of large or slowly drained reads live (the export root's filesystem allows reflinks)",
 		func(s *Settings, v string) error { return nonEmpty(&s.SpoolDir, v) }},
-	{"spool-budget", "SIZE", "2Gi", "", "Total bytes of snapshots held in the spool directory; further reads wait for room",
+	{"spool-budget", "SIZE", "", "2Gi, or one read of the largest declared max_bytes if that is more",
+		"Total bytes of snapshots held in the spool directory; further reads wait for room",
 		func(s *Settings, v string) (err error) { s.SpoolBudget, err = manifest.ParseByteCount(v); return err }},
 	{"send-timeout", "DURATION", "30s", "",
 		"Close a connection whose response makes no progress for this long (same syntax as --read-header-timeout)",

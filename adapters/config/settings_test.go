@@ -23,7 +23,7 @@ func TestServeDefaults(t *testing.T) {
 	}
 	if s.Manifest != "m.yaml" || s.Containment != containment.Advisory || s.FetchMaxBytes.Int64() != 1<<30 ||
 		s.ReadBufferBudget.Int64() != 0 || s.ReadHeaderTimeout != 10*time.Second || s.LogLevel != "info" ||
-		s.LogFormat != "json" || s.SpoolBudget.Int64() != 2<<30 || s.SendTimeout != 30*time.Second || s.Confine != "auto" {
+		s.LogFormat != "json" || s.SpoolBudget.Int64() != 0 || s.SendTimeout != 30*time.Second || s.Confine != "auto" {
 		t.Errorf("defaults = %+v", s)
 	}
 	if s.Workdir != "" || s.Listen != "" || s.AdvertiseURL != "" || s.AfterTask != "" || s.SessionID != "" ||
@@ -274,10 +274,10 @@ func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 		"--control PATH", "(default: <workdir>/.murmur/<session id>/control.sock)",
 		"--fetch-max-bytes SIZE", "(default 1Gi)",
 		"--peer-ca PATH",
-		"--read-buffer-budget SIZE", "(default: 256Mi, or one read of the largest declared max_bytes if that is more)",
+		"--read-buffer-budget SIZE", "(default: 256Mi; without a spool, one read of the largest declared max_bytes if that is more)",
 		"--read-header-timeout DURATION", "(default 10s)",
 		"--spool-dir DIR", "(default: <workdir>/.murmur/<session id>/)",
-		"--spool-budget SIZE", "(default 2Gi)",
+		"--spool-budget SIZE", "(default: 2Gi, or one read of the largest declared max_bytes if that is more)",
 		"--send-timeout DURATION", "(default 30s)",
 		"--metrics-listen HOST:PORT", "(default: off)",
 		"--otel-endpoint URL", "(default: off, unless OTEL_EXPORTER_OTLP_ENDPOINT",

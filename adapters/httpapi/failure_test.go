@@ -47,16 +47,17 @@ func (failingFile) Read([]byte) (int, error) {
 // returns the answer and what the edge logged.
 func serveFiles(t *testing.T, fsys ports.ExportFS, target string) (*httptest.ResponseRecorder, *bytes.Buffer) {
 	t.Helper()
-	b, err := budget.New(1 << 20)
+	b, err := budget.New("--read-buffer-budget", 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	session := application.Session{Generation: &generation.Counter{}, Containment: containment.Sealed}
 	plane := &application.ExportPlane{Root: "out/", MaxBytes: 1 << 10}
-	files := application.NewFiles(plane, session, fsys, application.NewReader(b), clock.NewManual(time.UnixMilli(1)), &memtrace.Recorder{})
+	files := application.NewFiles(plane, session, fsys, application.NewReader(application.Budgets{Memory: b}, nil),
+		clock.NewManual(time.UnixMilli(1)), &memtrace.Recorder{})
 	var log bytes.Buffer
 	rec := httptest.NewRecorder()
-	NewEcho(NewResources(files, nil, AgentCard{}, hostpolicy.New("example.com")), zerolog.New(&log)).
+	NewEcho(NewResources(files, nil, AgentCard{}, hostpolicy.New("example.com"), 0), zerolog.New(&log)).
 		ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
 	return rec, &log
 }

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"net/http"
-
 	"github.com/labstack/echo/v4"
 
 	"github.com/resplane/resplane/application"
@@ -26,6 +24,5 @@ func (h *Resources) redeem(c echo.Context, shared application.Request, rest stri
 	served := answer.Served
 	defer served.Body.Release()
 	headers[headerContainment] = served.Containment.String()
-	addBodyHeaders(headers, served.Body)
-	return writeResource(c, http.StatusOK, contentTypeBinary, headers, served.Body.Bytes)
+	return h.writeServed(c, headers, served.Body)
 }

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -23,16 +25,27 @@ const (
 
 // Resources answers everything the resource listener receives.
 type Resources struct {
-	files *application.Files
-	peer  *application.Redeem
-	card  []byte
-	hosts hostpolicy.Policy
+	files       *application.Files
+	peer        *application.Redeem
+	card        []byte
+	hosts       hostpolicy.Policy
+	sendTimeout time.Duration
 }
 
+// DefaultSendTimeout is how long a response may go without the client taking a byte of it
+// (--send-timeout) when NewResources is given no timeout.
+const DefaultSendTimeout = 30 * time.Second
+
 // NewResources returns the listener's handler set. card is our agent card, already rendered;
-// hosts decides which Host headers are answered (docs/http-api.md, "Host names").
-func NewResources(files *application.Files, peer *application.Redeem, card AgentCard, hosts hostpolicy.Policy) *Resources {
-	return &Resources{files: files, peer: peer, card: card.JSON, hosts: hosts}
+// hosts decides which Host headers are answered (docs/http-api.md, "Host names");
+// sendTimeout closes a response that makes no progress for that long (DefaultSendTimeout when
+// it is not positive).
+func NewResources(files *application.Files, peer *application.Redeem, card AgentCard, hosts hostpolicy.Policy,
+	sendTimeout time.Duration) *Resources {
+	if sendTimeout <= 0 {
+		sendTimeout = DefaultSendTimeout
+	}
+	return &Resources{files: files, peer: peer, card: card.JSON, hosts: hosts, sendTimeout: sendTimeout}
 }
 
 // Register routes every method and every path of e to the raw-target dispatcher. Echo's own
@@ -89,7 +102,8 @@ func (h *Resources) list(c echo.Context, req application.Request) error {
 	defer listing.Release()
 	headers[headerContainment] = listing.Containment.String()
 	headers[headerExportRoot] = listing.Root
-	return writeResource(c, http.StatusOK, contentTypeJSON, headers, encodeJSON(listingBodyOf(listing)))
+	body := encodeJSON(listingBodyOf(listing))
+	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeJSON, headers, int64(len(body)), bytes.NewReader(body), nil)
 }
 
 func (h *Resources) read(c echo.Context, req application.Request, rawPath string) error {
@@ -101,14 +115,15 @@ func (h *Resources) read(c echo.Context, req application.Request, rawPath string
 	defer served.Body.Release()
 	headers[headerContainment] = served.Containment.String()
 	headers[headerExportRoot] = served.ExportRoot
-	addBodyHeaders(headers, served.Body)
-	return writeResource(c, http.StatusOK, contentTypeBinary, headers, served.Body.Bytes)
+	return h.writeServed(c, headers, served.Body)
 }
 
-// addBodyHeaders adds the validator headers every served body carries, on either plane.
-func addBodyHeaders(headers map[string]string, body *application.Body) {
+// writeServed sends a served file's body with the validator headers every served body
+// carries, on either plane.
+func (h *Resources) writeServed(c echo.Context, headers map[string]string, body *application.Body) error {
 	headers["etag"] = body.ETag()
 	headers[headerMTime] = strconv.FormatInt(body.ModTime.UnixMilli(), 10)
+	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeBinary, headers, body.Size, body.Content(), body.Spill)
 }
 
 func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -3,8 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
+	"os"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -47,22 +51,110 @@ type errorBody struct {
 	Message string `json:"message"`
 }
 
-// writeResource sends a complete response under /resources/: every such response carries an
-// exact content-length and connection: close. headers holds the plane's provenance headers.
+// writeResource sends a complete response under /resources/ whose body is small (a refusal):
+// one write, within the server's write timeout. Every such response carries an exact
+// content-length and connection: close; headers holds the plane's provenance headers.
 func writeResource(c echo.Context, status int, contentType string, headers map[string]string, body []byte) error {
+	setHead(c, status, contentType, headers, int64(len(body)))
+	c.Response().WriteHeader(status)
+	_, err := c.Response().Write(body)
+	return err
+}
+
+// setHead sets the headers every response under /resources/ carries: the plane's provenance
+// headers, content-type, an exact content-length, connection: close, and allow on a 405.
+func setHead(c echo.Context, status int, contentType string, headers map[string]string, size int64) {
 	h := c.Response().Header()
 	for k, v := range headers {
 		h[k] = []string{v}
 	}
 	h.Set(echo.HeaderContentType, contentType)
-	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+	h.Set(echo.HeaderContentLength, strconv.FormatInt(size, 10))
 	h.Set(echo.HeaderConnection, "close")
 	if status == http.StatusMethodNotAllowed {
 		h.Set(echo.HeaderAllow, http.MethodGet)
 	}
-	c.Response().WriteHeader(status)
-	_, err := c.Response().Write(body)
-	return err
+}
+
+// smallBody is the largest body sent in one write: it fits the socket's buffers, so the write
+// returns at once even to a client that does not read.
+const smallBody = 64 << 10
+
+// progressWindow is how often a body that is still being sent checks for progress.
+const progressWindow = time.Second
+
+// A body sent from memory spills its rest into the spool once its client is slow: when a
+// spillWindow passes without the client taking a byte (it stalled, or is too slow to keep the
+// socket's buffers from filling), or when the body is still being sent after keepInMemory (it
+// takes its bytes too slowly to hold memory for).
+const (
+	spillWindow  = 30 * time.Millisecond
+	keepInMemory = time.Second
+)
+
+// errStalled ends a response whose client accepted no byte for the send timeout.
+var errStalled = errors.New("the client accepted no byte of the response for the send timeout")
+
+// writeBody sends a complete response under /resources/ whose body is size bytes of content
+// (docs/operator-guide.md, "Memory and connection bounds"). The head goes out first; a body
+// larger than smallBody then goes straight to the connection's ReadFrom — sendfile(2) for a
+// spooled body, one write for a buffer — under a write deadline that follows progress: it is
+// pushed back every progressWindow while the client takes bytes, and the response is given
+// up once sendTimeout has passed without the client taking one. The whole response's time
+// therefore scales with the body instead of being fixed. When spill is given (a body sent
+// from memory), a body whose client turns out slow (see spillWindow) is handed to it once,
+// with the bytes sent so far, and goes on from the reader it returns (the rest, moved to the
+// spool), if any.
+// Returning ends the request, which closes the connection and lets the handler release the
+// body.
+func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentType string, headers map[string]string,
+	size int64, content io.Reader, spill func(sent int64) io.Reader) error {
+	setHead(c, status, contentType, headers, size)
+	res := c.Response()
+	rc := http.NewResponseController(res.Writer)
+	_ = rc.SetWriteDeadline(time.Now().Add(sendTimeout))
+	res.WriteHeader(status)
+	rf, direct := res.Writer.(io.ReaderFrom)
+	if size <= smallBody || !direct {
+		n, err := io.Copy(res.Writer, content)
+		res.Size += n
+		return err
+	}
+	if err := rc.Flush(); err != nil {
+		return err
+	}
+	window := min(sendTimeout, progressWindow)
+	if spill != nil {
+		window = min(window, spillWindow)
+	}
+	start := time.Now()
+	last := start
+	var sent int64
+	for {
+		_ = rc.SetWriteDeadline(time.Now().Add(window))
+		n, err := rf.ReadFrom(content)
+		sent += n
+		res.Size += n
+		now := time.Now()
+		if n > 0 {
+			last = now
+		}
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return err
+		case now.Sub(last) >= sendTimeout:
+			return errStalled
+		}
+		if spill != nil && (n == 0 || now.Sub(start) >= keepInMemory) {
+			if rest := spill(sent); rest != nil {
+				content = rest
+				c.Set(spilledKey, true)
+			}
+			spill, window = nil, min(sendTimeout, progressWindow)
+		}
+	}
 }
 
 // writeRefusal sends err as the JSON refusal (refusal.From) with its status from the one
@@ -76,6 +168,10 @@ func writeRefusal(c echo.Context, err error, headers map[string]string) error {
 	body := encodeJSON(errorBody{Error: string(r.Code), Message: r.Message})
 	return writeResource(c, statusFor(r.Code), contentTypeJSON, headers, body)
 }
+
+// spilledKey marks a response whose body moved to the spool because its client was slow, for
+// the access log.
+const spilledKey = "resplane.spilled"
 
 // failureKey is where a handler leaves the internal failure behind an io_error answer for the
 // access log.

@@ -77,6 +77,9 @@ func accessLog(log zerolog.Logger) echo.MiddlewareFunc {
 					line = line.AnErr("cause", cause)
 				}
 			}
+			if spilled, _ := c.Get(spilledKey).(bool); spilled {
+				line = line.Bool("spilled", true)
+			}
 			line.
 				Str("method", r.Method).
 				Str("target", loggedTarget(rawtarget.OriginalTarget(r))).

@@ -146,7 +146,14 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 	if _, d := resplane.RunLaunchChecks(m, settings.AfterTask, workdir); d != nil {
 		return refuseLaunch(stderr, d)
 	}
-	readBudget, err := budget.TotalFor(m, settings.ReadBufferBudget.Int64())
+	// The budgets are checked against the manifest before anything is bound or created. The
+	// memory budget is checked as it is with a spool; whether there is one is known only once
+	// the spool directory is open, and without one its default grows (budget.TotalFor).
+	if _, err := budget.TotalFor(m, settings.ReadBufferBudget.Int64(), true); err != nil {
+		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
+		return exitUsage
+	}
+	spoolBudget, err := budget.SpoolTotalFor(m, settings.SpoolBudget.Int64())
 	if err != nil {
 		fmt.Fprintf(stderr, "resplane serve: %v\n", err)
 		return exitUsage
@@ -218,8 +225,9 @@ func serveCommand(args []string, stdout, stderr io.Writer, getenv func(string) s
 		},
 		Confine: confine,
 		Limits: resplane.Limits{
-			ReadBufferBudget: readBudget, FetchMaxBytes: settings.FetchMaxBytes.Int64(),
+			ReadBufferBudget: settings.ReadBufferBudget.Int64(), FetchMaxBytes: settings.FetchMaxBytes.Int64(),
 			ReadHeaderTimeout: settings.ReadHeaderTimeout, ShutdownGrace: shutdownGrace,
+			SpoolBudget: spoolBudget, SendTimeout: settings.SendTimeout,
 		},
 		Log:           log,
 		Observability: resplane.Observability{MetricsListener: metricsLn, OTelEndpoint: otelEndpoint},

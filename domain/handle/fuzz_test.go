@@ -96,3 +96,11 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPayloadAsMinted checks that whatever payloadAsMinted accepts, the general parser reads to
+// the same fields.
+func FuzzPayloadAsMinted(f *testing.F) {
+	f.Add([]byte(`{"v":1,"iss":"a","p":"d","exp":7,"n":"b"}`))
+	f.Add(encodePayload(NewPayload("ses_x", "dir/é.txt", 1755950300000, [16]byte{9})))
+	f.Fuzz(func(t *testing.T, payload []byte) { requireAgreement(t, payload) })
+}

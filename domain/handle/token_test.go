@@ -224,6 +224,7 @@ func TestPayloadBehindValidMAC(t *testing.T) {
 			}
 			_, err = tok.Payload()
 			wantCode(t, err, refusal.MalformedHandle)
+			requireAgreement(t, []byte(js))
 			_, err = Verify(testKey, token, testAudience, "a", 0)
 			wantCode(t, err, refusal.MalformedHandle)
 		})
@@ -245,6 +246,7 @@ func TestPayloadBehindValidMAC(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseShape = %v", err)
 			}
+			requireAgreement(t, []byte(tt.js))
 			got, err := tok.Payload()
 			if err != nil || got != tt.want {
 				t.Fatalf("Payload = %+v, %v; want %+v", got, err, tt.want)
@@ -301,5 +303,45 @@ func TestTokenNeverFormatsItself(t *testing.T) {
 	}
 	if got := fmt.Sprint([]Token{tok}); strings.Contains(got, "mh1.") {
 		t.Errorf("Sprint of a slice leaks the token: %q", got)
+	}
+}
+
+// TestAPayloadInMintedFormIsReadDirectly pins that a payload as Mint writes it is read by
+// payloadAsMinted, and that whatever payloadAsMinted accepts, the general parser reads to the
+// same fields: every payload of TestPayloadBehindValidMAC and these near misses.
+func TestAPayloadInMintedFormIsReadDirectly(t *testing.T) {
+	minted := []Payload{
+		NewPayload(testSession, "report.md", 1755950300000, [16]byte{1, 2, 3}),
+		NewPayload("ses_x", "deep/dir/é ü.txt", 0, [16]byte{}),
+		NewPayload("", "", 9223372036854775807, [16]byte{0xff}),
+	}
+	for _, p := range minted {
+		got, ok := payloadAsMinted(encodePayload(p))
+		if !ok || got != p {
+			t.Errorf("payloadAsMinted(%s) = %+v, %v; want %+v", encodePayload(p), got, ok, p)
+		}
+	}
+	const rest = `"iss":"a","p":"d","exp":7,"n":"b"}`
+	for _, js := range []string{
+		`{"v":1,` + rest, `{"v":1,"iss":"a","p":"d","exp":07,"n":"b"}`, `{"v":1,"iss":"a","p":"d","exp":7,"n":"b"} `,
+		`{"v":1,"iss":"a","p":"x\"y","exp":7,"n":"b"}`, `{"v":1,"iss":"a","p":"\u00e9","exp":7,"n":"b"}`,
+		`{"v":1,"iss":"a","p":"` + "\x01" + `","exp":7,"n":"b"}`, `{"v":1,"iss":"a","p":"` + "\xff" + `","exp":7,"n":"b"}`,
+		`{"v":1,"iss":"a","p":"d","exp":7,"n":"b","x":1}`, `{"v":1,"iss":"a","p":"d","exp":-7,"n":"b"}`,
+		`{"v":1,"iss":"a","p":"d","exp":,"n":"b"}`, `{"v":1,"iss":"a","p":"d","exp":7,"n":"b"`, `{"v":1,"iss":"a","p":"d}`,
+	} {
+		requireAgreement(t, []byte(js))
+	}
+}
+
+// requireAgreement fails the test when payloadAsMinted accepts payload but the general parser
+// does not read it to the same fields.
+func requireAgreement(t *testing.T, payload []byte) {
+	t.Helper()
+	fast, ok := payloadAsMinted(payload)
+	if !ok {
+		return
+	}
+	if general, err := parsePayload(payload); err != nil || general != fast {
+		t.Errorf("payloadAsMinted(%q) = %+v, but the general parser gives %+v, %v", payload, fast, general, err)
 	}
 }

@@ -465,32 +465,44 @@ func TestPortInUseExitsOneAndCreatesNothing(t *testing.T) {
 	}
 }
 
-// TestReadBudgetTooSmallForMaxBytesExitsTwoAndCreatesNothing pins the launch refusal of a
-// --read-buffer-budget that could never grant one read of a file of max_bytes (one line on
-// stderr naming the flag and the bytes needed, exit 2, nothing created), and that a budget
-// just large enough is accepted.
-func TestReadBudgetTooSmallForMaxBytesExitsTwoAndCreatesNothing(t *testing.T) {
-	dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", "10Mi"), nil)
-	before := bbTree(t, dir)
-	code, stdout, stderr := harness.RunCLI(t, nil, "serve", "--manifest", manifest, "--workdir", dir+"/wd",
-		"--listen", "127.0.0.1:0", "--read-buffer-budget", "10Mi")
-	if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 ||
-		!strings.Contains(stderr, "--read-buffer-budget") || !strings.Contains(stderr, "12582912 bytes") {
-		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and one line naming the 12582912 bytes needed", code, stdout, stderr)
-	}
-	if after := bbTree(t, dir); !slices.Equal(before, after) {
-		t.Errorf("created %v", after)
-	}
-	p := harness.Serve(t, nil, "--manifest", manifest, "--workdir", dir+"/wd", "--listen", "127.0.0.1:0", "--read-buffer-budget", "12Mi")
-	if r := harness.Get(t, p.Ready.Listen, "/resources/files"); r.Status != 200 {
-		t.Fatalf("listing with a 12Mi budget answered %d", r.Status)
+// TestBudgetsTooSmallForMaxBytesExitTwoAndCreateNothing pins the launch refusal of a budget
+// that could never grant one read (docs/operator-guide.md, "Launch checks"): a
+// --read-buffer-budget below one read buffered in memory (max_bytes + 1 up to 64 KiB; larger
+// reads are spooled), and a --spool-budget below one spooled read of max_bytes (max_bytes + 1).
+// Each is one line on stderr naming the flag and the bytes needed, exit 2, nothing created; a
+// budget just large enough is accepted.
+func TestBudgetsTooSmallForMaxBytesExitTwoAndCreateNothing(t *testing.T) {
+	for _, tc := range []struct {
+		flag, small, enough, need string
+	}{
+		{"--read-buffer-budget", "32Ki", "64Ki", "65536 bytes"},
+		{"--spool-budget", "10Mi", "11Mi", "10485761 bytes"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", "10Mi"), nil)
+			before := bbTree(t, dir)
+			code, stdout, stderr := harness.RunCLI(t, nil, "serve", "--manifest", manifest, "--workdir", dir+"/wd",
+				"--listen", "127.0.0.1:0", tc.flag, tc.small)
+			if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 ||
+				!strings.Contains(stderr, tc.flag) || !strings.Contains(stderr, tc.need) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and one line naming the %s needed", code, stdout, stderr, tc.need)
+			}
+			if after := bbTree(t, dir); !slices.Equal(before, after) {
+				t.Errorf("created %v", after)
+			}
+			p := harness.Serve(t, nil, "--manifest", manifest, "--workdir", dir+"/wd", "--listen", "127.0.0.1:0", tc.flag, tc.enough)
+			if r := harness.Get(t, p.Ready.Listen, "/resources/files"); r.Status != 200 {
+				t.Fatalf("listing with %s %s answered %d", tc.flag, tc.enough, r.Status)
+			}
+		})
 	}
 }
 
 // TestTheDefaultReadBudgetGrowsForALargeMaxBytes pins that a valid manifest always launches
-// when --read-buffer-budget is not given: the default (256Mi) grows to one read of max_bytes.
+// when the budgets are not given: the spool budget's default (2Gi) grows to one read of
+// max_bytes, and the memory budget needs none.
 func TestTheDefaultReadBudgetGrowsForALargeMaxBytes(t *testing.T) {
-	dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", "1Gi"), nil)
+	dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", "3Gi"), nil)
 	p := harness.Serve(t, nil, "--manifest", manifest, "--workdir", dir+"/wd", "--listen", "127.0.0.1:0")
 	if r := harness.Get(t, p.Ready.Listen, "/resources/files"); r.Status != 200 {
 		t.Fatalf("listing answered %d", r.Status)

@@ -36,84 +36,40 @@ func TestRenameIntoPlaceWriterIsNeverReadTorn(t *testing.T) {
 	s := bbSessionOf(t, p.Ready)
 	live := filepath.Join(p.Workdir, "out/live.txt")
 
-	stop := make(chan struct{})
-	var renames atomic.Int64
-	writerDone := make(chan error, 1)
-	go func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				writerDone <- nil
-				return
-			default:
-			}
-			tmp := filepath.Join(p.Workdir, fmt.Sprintf("tmp-%d", i%8))
-			if err := os.WriteFile(tmp, versions[i%2], 0o644); err != nil {
-				writerDone <- err
-				return
-			}
-			if err := os.Rename(tmp, live); err != nil {
-				writerDone <- err
-				return
-			}
-			renames.Add(1)
-		}
-	}()
-
-	const reads, listings, workers = 2000, 200, 4
+	const reads, listings = 2000, 200
 	var seen [2]atomic.Int64
-	errs := make(chan error, reads+listings)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < reads+listings; i += workers {
-				if i%((reads+listings)/listings) == 0 {
-					errs <- bbCheckLiveListing(s.addr, byHash)
-					continue
-				}
-				r, err := harness.Fetch(s.addr, "/resources/files/live.txt", 10*time.Second)
-				switch {
-				case err != nil:
-					errs <- err
-				case r.Status != 200:
-					// docs/operator-guide.md promises a reader of a rename-into-place writer one whole
-					// version: a refusal is not one.
-					errs <- fmt.Errorf("status %d during a rename-into-place writer, want 200 with one whole version: %s", r.Status, r.Body)
-				case r.Get("etag") != harness.ETag(r.Body):
-					errs <- fmt.Errorf("etag %s does not describe the %d-byte body", r.Get("etag"), len(r.Body))
-				case bytes.Equal(r.Body, versions[0]):
-					seen[0].Add(1)
-				case bytes.Equal(r.Body, versions[1]):
-					seen[1].Add(1)
-				default:
-					errs <- fmt.Errorf("torn body: %d bytes, neither whole version", len(r.Body))
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(stop)
-	if err := <-writerDone; err != nil {
-		t.Fatal(err)
-	}
-	close(errs)
-	failures := 0
-	for err := range errs {
-		if err != nil && failures < 10 {
-			t.Error(err)
+	renames := bbRace(t, reads+listings, func(i int) error {
+		tmp := filepath.Join(p.Workdir, fmt.Sprintf("tmp-%d", i%8))
+		if err := os.WriteFile(tmp, versions[i%2], 0o644); err != nil {
+			return err
 		}
-		if err != nil {
-			failures++
+		return os.Rename(tmp, live)
+	}, func(i int) error {
+		if i%((reads+listings)/listings) == 0 {
+			return bbCheckLiveListing(s.addr, byHash)
 		}
-	}
-	if failures > 0 {
-		t.Errorf("%d of %d requests failed", failures, reads+listings)
-	}
-	t.Logf("%d renames; served version A %d times, version B %d times", renames.Load(), seen[0].Load(), seen[1].Load())
-	if renames.Load() < 10 {
-		t.Errorf("the writer renamed only %d times: the race was not exercised", renames.Load())
+		r, err := harness.Fetch(s.addr, "/resources/files/live.txt", 10*time.Second)
+		switch {
+		case err != nil:
+			return err
+		case r.Status != 200:
+			// docs/operator-guide.md promises a reader of a rename-into-place writer one whole
+			// version: a refusal is not one.
+			return fmt.Errorf("status %d during a rename-into-place writer, want 200 with one whole version: %s", r.Status, r.Body)
+		case r.Get("etag") != harness.ETag(r.Body):
+			return fmt.Errorf("etag %s does not describe the %d-byte body", r.Get("etag"), len(r.Body))
+		case bytes.Equal(r.Body, versions[0]):
+			seen[0].Add(1)
+		case bytes.Equal(r.Body, versions[1]):
+			seen[1].Add(1)
+		default:
+			return fmt.Errorf("torn body: %d bytes, neither whole version", len(r.Body))
+		}
+		return nil
+	})
+	t.Logf("%d renames; served version A %d times, version B %d times", renames, seen[0].Load(), seen[1].Load())
+	if renames < 10 {
+		t.Errorf("the writer renamed only %d times: the race was not exercised", renames)
 	}
 	for _, line := range harness.TraceLines(t, s.trace) {
 		var ev struct {
@@ -134,6 +90,63 @@ func TestRenameIntoPlaceWriterIsNeverReadTorn(t *testing.T) {
 			break
 		}
 	}
+}
+
+// bbRace runs write(0), write(1), … in one goroutine until n requests are done, and meanwhile
+// request(0) … request(n-1), spread over four goroutines. It fails the test with the writer's
+// error and the requests' errors (the first ten of them), and returns how many writes
+// completed.
+func bbRace(t *testing.T, n int, write, request func(i int) error) int64 {
+	t.Helper()
+	const workers = 4
+	stop := make(chan struct{})
+	var writes atomic.Int64
+	writerDone := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				writerDone <- nil
+				return
+			default:
+			}
+			if err := write(i); err != nil {
+				writerDone <- err
+				return
+			}
+			writes.Add(1)
+		}
+	}()
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				if err := request(i); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if err := <-writerDone; err != nil {
+		t.Fatal(err)
+	}
+	close(errs)
+	failures := 0
+	for err := range errs {
+		if failures < 10 {
+			t.Error(err)
+		}
+		failures++
+	}
+	if failures > 0 {
+		t.Errorf("%d of %d requests failed", failures, n)
+	}
+	return writes.Load()
 }
 
 func bbCheckLiveListing(addr string, byHash map[string][]byte) error {

@@ -6,7 +6,7 @@
 // Use both halves together:
 //
 //	limits.Harden(srv, limits.Options{ReadHeaderTimeout: flagValue})
-//	srv.Serve(limits.Listen(tcpListener, limits.DefaultMaxConns))
+//	srv.Serve(limits.Listen(tcpListener, limits.Caps{}))
 package limits
 
 import (
@@ -15,8 +15,6 @@ import (
 	"net/http"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
 )
 
@@ -24,13 +22,15 @@ const (
 	// DefaultReadHeaderTimeout is how long a client may take to send its whole request header
 	// (--read-header-timeout; docs/operator-guide.md, "Memory and connection bounds").
 	DefaultReadHeaderTimeout = 10 * time.Second
-	// DefaultWriteTimeout bounds the answer to one request, from the end of its header to the
-	// last byte written: enough for a 10 MiB body at about 175 KiB/s. A deployment serving
-	// larger files to slow peers should raise it.
+	// DefaultWriteTimeout bounds the answer to one request, from the end of its header, when
+	// Options gives none; the service gives --send-timeout. The handler may push the deadline
+	// back while a body makes progress (httpapi writes files and listings that way), so it
+	// bounds whole answers only for what is written in one go.
 	DefaultWriteTimeout = 60 * time.Second
 	// DefaultMaxConns is the cap on open connections used by Listen when none is given. One
 	// capsule's peers and operator need few; the cap only has to stop a flood from exhausting
-	// file descriptors and goroutines. Connections beyond it wait in the kernel's backlog.
+	// file descriptors and goroutines. Connections beyond it wait in the kernel's backlog. One
+	// client address may hold at most half of them (Caps.PerAddress).
 	DefaultMaxConns = 256
 	// MaxHeaderBlock is the most bytes net/http reads for a request line and header block
 	// together; a larger block is answered 431 by net/http. It is also rawtarget's limit on the
@@ -97,14 +97,13 @@ func closeAfterReply(next http.Handler) http.Handler {
 	})
 }
 
-// Listen wraps l for a server configured by Harden: at most maxConns connections are open at
-// once (DefaultMaxConns when maxConns <= 0; Accept waits while the cap is reached), and the
-// raw-target listener is outermost, where rawtarget.ConnContext finds it.
-func Listen(l net.Listener, maxConns int) net.Listener {
-	if maxConns <= 0 {
-		maxConns = DefaultMaxConns
-	}
-	return rawtarget.NewListener(netutil.LimitListener(l, maxConns))
+// Listen wraps l for a server configured by Harden: the connection caps (Accept waits while
+// caps.Total connections are open; a connection from an address that already holds
+// caps.PerAddress is closed at once), and the raw-target listener outermost, where
+// rawtarget.ConnContext finds it. Both wrappers keep the TCP connection's ReadFrom, so a
+// response body sent from a file goes out with sendfile(2).
+func Listen(l net.Listener, caps Caps) net.Listener {
+	return rawtarget.NewListener(newLimitListener(l, caps))
 }
 
 func orDefault(d, def time.Duration) time.Duration {

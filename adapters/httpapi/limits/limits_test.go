@@ -19,7 +19,7 @@ type ctxKey struct{}
 
 // serve starts a hardened server whose handler answers with the original target, and returns
 // its address. The server also has a ConnContext hook of its own, which Harden must keep.
-func serve(t *testing.T, opts Options, maxConns int) string {
+func serve(t *testing.T, opts Options, caps Caps) string {
 	t.Helper()
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -38,7 +38,7 @@ func serve(t *testing.T, opts Options, maxConns int) string {
 		},
 	}
 	Harden(srv, opts)
-	go func() { _ = srv.Serve(Listen(tcp, maxConns)) }()
+	go func() { _ = srv.Serve(Listen(tcp, caps)) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return tcp.Addr().String()
 }
@@ -96,7 +96,7 @@ func TestHardenSettings(t *testing.T) {
 }
 
 func TestHardenedServerServesRawTargetsOnePerConnection(t *testing.T) {
-	addr := serve(t, Options{}, 0)
+	addr := serve(t, Options{}, Caps{})
 	c := dial(t, addr)
 	status, body := roundTrip(t, c,
 		"GET /resources/files/%zz HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -109,7 +109,7 @@ func TestHardenedServerServesRawTargetsOnePerConnection(t *testing.T) {
 }
 
 func TestHeaderBlockCap(t *testing.T) {
-	addr := serve(t, Options{}, 0)
+	addr := serve(t, Options{}, Caps{})
 	// request returns a request whose line and header block are exactly n bytes.
 	request := func(n int) string {
 		head := "GET /x HTTP/1.1\r\nHost: x\r\nX-Pad: "
@@ -125,7 +125,7 @@ func TestHeaderBlockCap(t *testing.T) {
 }
 
 func TestReadHeaderTimeoutClosesTheConnection(t *testing.T) {
-	addr := serve(t, Options{ReadHeaderTimeout: 200 * time.Millisecond}, 0)
+	addr := serve(t, Options{ReadHeaderTimeout: 200 * time.Millisecond}, Caps{})
 	c := dial(t, addr)
 	_, _ = io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\n")
 	start := time.Now()
@@ -142,7 +142,7 @@ func TestReadHeaderTimeoutClosesTheConnection(t *testing.T) {
 }
 
 func TestListenCapsOpenConnections(t *testing.T) {
-	addr := serve(t, Options{}, 2)
+	addr := serve(t, Options{}, Caps{Total: 2, PerAddress: 2})
 	// Two connections that have not finished their header hold both slots.
 	first, second := dial(t, addr), dial(t, addr)
 	for _, c := range []net.Conn{first, second} {
@@ -169,7 +169,7 @@ func TestListenCapsOpenConnections(t *testing.T) {
 }
 
 func TestEveryResponseSaysConnectionCloseWhateverTheVersion(t *testing.T) {
-	addr := serve(t, Options{}, 0)
+	addr := serve(t, Options{}, Caps{})
 	for _, request := range []string{
 		"GET /a HTTP/1.1\r\nHost: x\r\n\r\n",
 		"GET /a HTTP/1.0\r\n\r\n",
@@ -191,7 +191,7 @@ func TestEveryResponseSaysConnectionCloseWhateverTheVersion(t *testing.T) {
 }
 
 func TestOptionsStarReachesTheHandler(t *testing.T) {
-	addr := serve(t, Options{}, 0)
+	addr := serve(t, Options{}, Caps{})
 	status, body := roundTrip(t, dial(t, addr), "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")
 	if status != http.StatusOK || body != "*" {
 		t.Fatalf("OPTIONS * = %d %q; want the handler's own answer", status, body)

@@ -49,15 +49,17 @@
 //
 // The wrapper sees the bytes net/http parses, so it must wrap a plain-text HTTP/1.x listener
 // (not TLS), and it must be the outermost wrapper: ConnContext recognises only connections
-// returned by a listener from NewListener. Like the connections of netutil.LimitListener, which
-// it wraps in this service, a connection does not offer CloseWrite; net/http then skips only
+// returned by a listener from NewListener. Like the connections of package limits, which it
+// wraps in this service, a connection does not offer CloseWrite; net/http then skips only
 // the early FIN of its half-close and still waits before closing, so a client that sent a body
-// nobody read still receives the response before the reset.
+// nobody read still receives the response before the reset. It does offer ReadFrom, passed on
+// to the connection it wraps, so net/http still sends a file with sendfile(2) through it.
 package rawtarget
 
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -115,6 +117,23 @@ func (c *conn) Read(p []byte) (int, error) {
 	c.err = nil
 	return n, err
 }
+
+// ReadFrom passes r to the wrapped connection's ReadFrom, so that net/http's response.ReadFrom
+// still reaches a *net.TCPConn's sendfile(2) through this wrapper.
+func (c *conn) ReadFrom(r io.Reader) (int64, error) { return ReadFromConn(c.Conn, r) }
+
+// ReadFromConn is io.ReaderFrom for a connection wrapper: it uses the wrapped connection's own
+// ReadFrom when it has one — for a *net.TCPConn that is sendfile(2) from a file, which a
+// wrapper without ReadFrom hides from net/http — and otherwise copies r to its Write.
+func ReadFromConn(c net.Conn, r io.Reader) (int64, error) {
+	if rf, ok := c.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(writerOnly{c}, r)
+}
+
+// writerOnly hides every method but Write, so io.Copy cannot loop back into a ReadFrom.
+type writerOnly struct{ io.Writer }
 
 // scan reads until the end of the first line, the line limit or a read error, whichever comes
 // first. Blocking here is what net/http would do anyway: it cannot parse anything before the

@@ -1,0 +1,257 @@
+package spool
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/ports"
+)
+
+// ErrNoUnnamedFiles is wrapped by Open's error when the directory's filesystem cannot make
+// unnamed files (O_TMPFILE): NFS, FAT, and kernels before 3.11, among others.
+var ErrNoUnnamedFiles = errors.New("the spool directory's filesystem cannot make unnamed files (O_TMPFILE)")
+
+// Dir is a spool directory (ports.Spool).
+type Dir struct {
+	fd int
+}
+
+var _ ports.Spool = (*Dir)(nil)
+
+// Open creates dir (mode 0700) when it is missing, opens it without following a final symlink,
+// and hands it to OpenDirectory. The error names the path; it is meant for the operator at
+// startup. The caller must Close the Dir.
+func Open(dir string) (*Dir, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the spool directory: %w", err)
+	}
+	fd, err := retry(func() (int, error) {
+		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening the spool directory %s: %w", dir, err)
+	}
+	return OpenDirectory(os.NewFile(uintptr(fd), dir))
+}
+
+// OpenDirectory takes dir, an opened directory (such as the held session directory's
+// descriptor), as the spool, and makes one unnamed file in it to learn that it can; it owns
+// dir from then on, closing it on failure. The error names the directory; it is meant for
+// the operator at startup.
+func OpenDirectory(dir *os.File) (*Dir, error) {
+	fd, err := unix.Dup(int(dir.Fd()))
+	name := dir.Name()
+	_ = dir.Close()
+	if err != nil {
+		return nil, fmt.Errorf("taking the spool directory %s: %w", name, err)
+	}
+	unix.CloseOnExec(fd)
+	probe, err := openUnnamed(fd)
+	if err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrNoUnnamedFiles, name, err)
+		}
+		return nil, fmt.Errorf("making an unnamed file in the spool directory %s: %w", name, err)
+	}
+	unix.Close(probe)
+	return &Dir{fd: fd}, nil
+}
+
+// Close releases the directory's descriptor. No Create may be running or follow; snapshots
+// already made stay usable.
+func (d *Dir) Close() error { return unix.Close(d.fd) }
+
+// Create implements ports.Spool: always a new unnamed file. A file is never reused for a
+// later snapshot: sendfile(2) queues references to the file's pages on the socket, not copies,
+// so rewriting them for the next snapshot would change bytes of a body already counted sent
+// (docs/decisions.md, "Large reads are snapshots in unnamed files").
+func (d *Dir) Create() (ports.Snapshot, error) {
+	fd, err := openUnnamed(d.fd)
+	if err != nil {
+		return nil, failed("no snapshot file could be made", err)
+	}
+	return &snapshot{file: os.NewFile(uintptr(fd), "spool snapshot")}, nil
+}
+
+// openUnnamed makes a new unnamed file in the directory dirfd: readable and writable by this
+// process only, and never linkable into a directory (O_EXCL).
+func openUnnamed(dirfd int) (int, error) {
+	return retry(func() (int, error) {
+		return unix.Openat(dirfd, ".", unix.O_TMPFILE|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	})
+}
+
+// snapshot is one unnamed file holding size bytes.
+type snapshot struct {
+	file   *os.File
+	size   int64
+	closed bool
+}
+
+// Fill implements ports.Snapshot: in the kernel as far as it goes, then through a buffer for
+// what is left — a source without a descriptor, a pair of files the kernel cannot copy
+// between, or only the read that confirms the source's end.
+func (s *snapshot) Fill(src io.Reader, n int64) (int64, error) {
+	if s.closed {
+		return 0, failed("the snapshot was closed", os.ErrClosed)
+	}
+	copied, err := s.copyInKernel(src, n)
+	if err == nil && copied < n {
+		var more int64
+		more, err = s.copyThrough(src, n-copied)
+		copied += more
+	}
+	return copied, err
+}
+
+// copyInKernel copies up to n bytes from src's descriptor, at its offset, with
+// copy_file_range(2). It copies nothing, and returns no error, when src has no descriptor or
+// the kernel cannot copy between the two files; it stops at the source's end.
+func (s *snapshot) copyInKernel(src io.Reader, n int64) (int64, error) {
+	sc, ok := src.(syscall.Conn)
+	if !ok {
+		return 0, nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return 0, nil
+	}
+	dst := int(s.file.Fd())
+	var copied int64
+	var copyErr error
+	err = raw.Control(func(fd uintptr) {
+		for copied < n {
+			off := s.size
+			m, err := unix.CopyFileRange(int(fd), nil, dst, &off, int(min(n-copied, maxCopy)), 0)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err != nil:
+				if copied > 0 || !cannotCopy(err) {
+					copyErr = failed("the snapshot could not be filled", err)
+				}
+				return
+			case m == 0:
+				return
+			}
+			copied += int64(m)
+			s.size += int64(m)
+		}
+	})
+	if err != nil {
+		return copied, failed("the file's descriptor could not be used", err)
+	}
+	return copied, copyErr
+}
+
+// maxCopy is the most one copy_file_range call is asked for.
+const maxCopy = 1 << 30
+
+// cannotCopy reports whether copy_file_range failed because the kernel cannot copy between
+// these two files (different filesystems, an unsupported filesystem, a seccomp filter), rather
+// than because of the files' contents or space.
+func cannotCopy(err error) bool {
+	switch err {
+	case unix.EXDEV, unix.EOPNOTSUPP, unix.ENOSYS, unix.EINVAL, unix.EPERM:
+		return true
+	}
+	return false
+}
+
+// copyThrough copies up to n bytes from src through a pooled buffer, writing at the
+// snapshot's end. An error reading src is returned as src returned it.
+func (s *snapshot) copyThrough(src io.Reader, n int64) (int64, error) {
+	buf := buffers.Get().(*[]byte)
+	defer buffers.Put(buf)
+	var copied int64
+	for copied < n {
+		m, err := src.Read((*buf)[:min(int64(len(*buf)), n-copied)])
+		if m > 0 {
+			if _, werr := s.file.WriteAt((*buf)[:m], s.size); werr != nil {
+				return copied, failed("the snapshot could not be written", werr)
+			}
+			copied += int64(m)
+			s.size += int64(m)
+		}
+		switch {
+		case err == io.EOF:
+			return copied, nil
+		case err != nil:
+			return copied, err
+		}
+	}
+	return copied, nil
+}
+
+// buffers are copyThrough's buffers.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// ReadAt implements ports.Snapshot: the filled bytes, and io.EOF past them (a file only ever
+// holds its own snapshot, but the port promises nothing past the bytes filled).
+func (s *snapshot) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.size {
+		return 0, io.EOF
+	}
+	if rest := s.size - off; int64(len(p)) > rest {
+		n, err := s.file.ReadAt(p[:rest], off)
+		if err == nil {
+			err = io.EOF
+		}
+		return n, err
+	}
+	return s.file.ReadAt(p, off)
+}
+
+// Content implements ports.Snapshot: the file from its first byte, limited to the filled
+// bytes. Only Content moves the file's offset; Fill and ReadAt use explicit offsets.
+func (s *snapshot) Content() io.Reader {
+	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
+		return errReader{failed("the snapshot could not be rewound", err)}
+	}
+	return &io.LimitedReader{R: s.file, N: s.size}
+}
+
+// errReader fails every Read with err.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// Close implements ports.Snapshot: the file is closed, and the kernel frees it once the
+// socket no longer holds its pages.
+func (s *snapshot) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.file.Close()
+}
+
+// failed is the io_error refusal for a spool failure: what went wrong and the operating
+// system's description of why (never a path, never an errno number), keeping the error as
+// its cause.
+func failed(what string, cause error) *refusal.Refusal {
+	detail := cause
+	var errno unix.Errno
+	if errors.As(cause, &errno) {
+		detail = errno
+	}
+	return refusal.IO(what + ": " + detail.Error()).Wrapping(cause)
+}
+
+// retry repeats a system call a signal interrupted (EINTR), as the os package does.
+func retry(call func() (int, error)) (int, error) {
+	for {
+		n, err := call()
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}

@@ -101,7 +101,7 @@ func Walk[S any, F io.Closer](ctx context.Context, workdir Dir, workdirPath, dec
 	if err != nil {
 		return refusal.From(err)
 	}
-	w := &walker[S, F]{ctx: ctx, rule: beneathRoot(rootPath, follow), leaves: leaves, stack: []frame{{dir: rt.Node.Dir}}}
+	w := &walker[S, F]{ctx: ctx, rule: beneathRoot(rootPath, follow), leaves: leaves, stack: []frame{{dir: rt.Node.Dir}}, names: make([]string, 0, 1)}
 	w.statLeaf = w.stat
 	if follow {
 		w.memo = linkMemo{}
@@ -122,6 +122,8 @@ type walker[S any, F io.Closer] struct {
 	// down to the one being listed; names holds the same directories' names below the root.
 	stack []frame
 	names []string
+	// sorted holds, per level, the sorted entries of the directory listed at that level.
+	sorted [][]item
 	// path is the reported path of the directory being listed, each name followed by "/".
 	path    []byte
 	entries int
@@ -144,13 +146,16 @@ func (w *walker[S, F]) count(entries []Entry) error {
 	return nil
 }
 
+// item is the key a directory entry is sorted by, and where the entry is. It is kept small,
+// for sorting moves it about: a listing sorts every directory it reads.
+type item struct {
+	key string // the reported name, plus "/" for a directory
+	at  int    // the entry's index in the directory's entries
+}
+
 // dir visits the entries of d, the directory on top of the stack.
 func (w *walker[S, F]) dir(d Dir, entries []Entry) error {
-	type item struct {
-		key string // the reported name, plus "/" for a directory
-		Entry
-	}
-	items := make([]item, len(entries))
+	items := w.items(len(entries))
 	for i, e := range entries {
 		key := lossy(e.Name)
 		if e.Kind == Directory {
@@ -159,7 +164,7 @@ func (w *walker[S, F]) dir(d Dir, entries []Entry) error {
 			// siblings: "a.txt" before "a/x", because '.' sorts before '/'.
 			key += "/"
 		}
-		items[i] = item{key: key, Entry: e}
+		items[i] = item{key: key, at: i}
 	}
 	// Two names can report the same key (invalid UTF-8 replaced alike); their raw bytes then
 	// decide, so the order never depends on the directory's.
@@ -167,24 +172,25 @@ func (w *walker[S, F]) dir(d Dir, entries []Entry) error {
 		if c := strings.Compare(a.key, b.key); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Name, b.Name)
+		return strings.Compare(entries[a.at].Name, entries[b.at].Name)
 	})
 
 	for _, it := range items {
 		if err := w.ctx.Err(); err != nil {
 			return abandoned(err)
 		}
+		e := entries[it.at]
 		mark := len(w.path)
 		w.path = append(w.path, it.key...)
 		var err error
-		switch it.Kind {
+		switch e.Kind {
 		case Directory:
-			err = w.subdir(d, it.Name)
+			err = w.subdir(d, e.Name)
 		case Regular:
-			err = w.file(d, it.Name)
+			err = w.file(d, e.Name)
 		case Symlink:
 			if w.rule.follow {
-				err = w.link(it.Name)
+				err = w.link(e.Name)
 			}
 		}
 		w.path = w.path[:mark]
@@ -193,6 +199,18 @@ func (w *walker[S, F]) dir(d Dir, entries []Entry) error {
 		}
 	}
 	return nil
+}
+
+// items returns room for the n sorted entries of the directory on top of the stack: the
+// room its level had for the previous directory at that level, grown if need be, so that a
+// walk allocates it once per level rather than once per directory.
+func (w *walker[S, F]) items(n int) []item {
+	level := len(w.stack) - 1
+	if level == len(w.sorted) {
+		w.sorted = append(w.sorted, nil)
+	}
+	w.sorted[level] = slices.Grow(w.sorted[level][:0], n)[:n]
+	return w.sorted[level]
 }
 
 // subdir descends into the directory name of d.
@@ -213,7 +231,8 @@ func (w *walker[S, F]) subdir(d Dir, name string) error {
 		return err
 	}
 	w.stack = append(w.stack, frame{dir: child, name: name})
-	w.names = append(w.names, name)
+	// One spare slot, so that the Path of each file's Result is built without allocating.
+	w.names = slices.Grow(append(w.names, name), 1)
 	err = w.dir(child, entries)
 	w.stack = w.stack[:len(w.stack)-1]
 	w.names = w.names[:len(w.names)-1]

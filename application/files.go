@@ -158,7 +158,7 @@ func (s *Files) walk(ctx context.Context, listing *Listing) error {
 		listing.Entries = append(listing.Entries, ListedFile{Path: path, Size: size, MTimeMs: st.ModTime.UnixMilli(), SHA256: sha})
 	}
 	err := s.fs.Walk(ctx, s.plane.Root, s.session.Containment, ports.Visitor{
-		Known: func(path string, stat func() (ports.FileStat, bool)) bool {
+		Known: func(path []byte, stat func() (ports.FileStat, bool)) bool {
 			c, st, ok := hashes.reuse(path, stat)
 			if ok {
 				add(c.path, st, c.size, c.sha256)

@@ -84,11 +84,11 @@ func (w *hashWalk) files() int { return len(w.earlier) }
 // when there is one and stat proves the file unchanged since (provesUnchanged). It calls stat
 // only when the earlier listing listed a file under path. Paths must come in the listing's
 // order; the same path may be asked about again.
-func (w *hashWalk) reuse(path string, stat func() (ports.FileStat, bool)) (*cachedHash, ports.FileStat, bool) {
-	for w.next < len(w.earlier) && w.earlier[w.next].path < path {
+func (w *hashWalk) reuse(path []byte, stat func() (ports.FileStat, bool)) (*cachedHash, ports.FileStat, bool) {
+	for w.next < len(w.earlier) && w.earlier[w.next].path < string(path) {
 		w.next++
 	}
-	if w.next == len(w.earlier) || w.earlier[w.next].path != path {
+	if w.next == len(w.earlier) || w.earlier[w.next].path != string(path) {
 		return nil, ports.FileStat{}, false
 	}
 	c := &w.earlier[w.next]

@@ -51,7 +51,7 @@ func TestTheCacheHoldsOnlyTheLatestCompleteListing(t *testing.T) {
 	}
 
 	second := f.listing()
-	if c, _, ok := second.reuse("a", statOf(1)); !ok || c.sha256 != "1" {
+	if c, _, ok := second.reuse([]byte("a"), statOf(1)); !ok || c.sha256 != "1" {
 		t.Fatal("a was not reused")
 	}
 	second.finish() // b is gone
@@ -78,36 +78,36 @@ func TestAListingCopiesTheCacheOnlyWhenItDiffers(t *testing.T) {
 		shared bool // whether the cache is still the earlier generation's array
 	}{
 		{"reusing every entry in order keeps the cache without a copy", func(w *hashWalk) {
-			w.reuse("a", statOf(1))
-			w.reuse("b", statOf(2))
-			w.reuse("c", statOf(3))
+			w.reuse([]byte("a"), statOf(1))
+			w.reuse([]byte("b"), statOf(2))
+			w.reuse([]byte("c"), statOf(3))
 		}, []string{"a=1", "b=2", "c=3"}, true},
 		{"a stat that fails the proof and is hashed again is stored in its place", func(w *hashWalk) {
-			w.reuse("a", statOf(1))
-			if _, _, ok := w.reuse("b", statOf(9)); ok {
+			w.reuse([]byte("a"), statOf(1))
+			if _, _, ok := w.reuse([]byte("b"), statOf(9)); ok {
 				t.Error("b was reused under another inode")
 			}
 			w.took("b", stOf(9), 1, "9")
-			w.reuse("c", statOf(3))
+			w.reuse([]byte("c"), statOf(3))
 		}, []string{"a=1", "b=9", "c=3"}, false},
 		{"a file added in the middle is stored in order", func(w *hashWalk) {
-			w.reuse("a", statOf(1))
+			w.reuse([]byte("a"), statOf(1))
 			w.took("ab", stOf(7), 1, "7")
-			w.reuse("b", statOf(2))
-			w.reuse("c", statOf(3))
+			w.reuse([]byte("b"), statOf(2))
+			w.reuse([]byte("c"), statOf(3))
 		}, []string{"a=1", "ab=7", "b=2", "c=3"}, false},
 		{"a file gone from the middle is dropped", func(w *hashWalk) {
-			w.reuse("a", statOf(1))
-			w.reuse("c", statOf(3))
+			w.reuse([]byte("a"), statOf(1))
+			w.reuse([]byte("c"), statOf(3))
 		}, []string{"a=1", "c=3"}, false},
 		{"files gone from the end are dropped from a copy", func(w *hashWalk) {
-			w.reuse("a", statOf(1))
+			w.reuse([]byte("a"), statOf(1))
 		}, []string{"a=1"}, false},
 		{"a path asked about again after a failed open is kept once", func(w *hashWalk) {
-			w.reuse("a", statOf(1))
-			w.reuse("b", func() (ports.FileStat, bool) { return ports.FileStat{}, false })
-			w.reuse("b", statOf(2))
-			w.reuse("c", statOf(3))
+			w.reuse([]byte("a"), statOf(1))
+			w.reuse([]byte("b"), func() (ports.FileStat, bool) { return ports.FileStat{}, false })
+			w.reuse([]byte("b"), statOf(2))
+			w.reuse([]byte("c"), statOf(3))
 		}, []string{"a=1", "b=2", "c=3"}, true},
 	}
 	for _, c := range cases {

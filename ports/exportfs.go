@@ -56,18 +56,19 @@ type ExportFS interface {
 
 // Visitor is what ExportFS.Walk does with each listable regular file, in the walk's order.
 type Visitor struct {
-	// Known, when set, is asked first about each file, with its reported path and stat, which
-	// reads the file's FileStat without opening it (docs/operator-guide.md, "Listing cost"):
-	// the stat of the inode linked at the file's name, taken relative to the directory the
-	// walk holds and never following a symlink there; through a followed symlink, of the
-	// inode the link resolved to. That is the FileStat an open of the file at that instant
-	// would give. stat may be called during Known only; it reports false when the file could
-	// not be stated, and the walk then judges that failure as it judges a failed open (the
-	// file is left out, or the walk fails), whatever Known answers. Known returns true when it
-	// lists the file from its stat alone: the file is then neither opened nor visited. Known
-	// may be asked again about the same path when the file was replaced before it could be
-	// opened. When Known is nil every file is opened.
-	Known func(path string, stat func() (FileStat, bool)) bool
+	// Known, when set, is asked first about each file, with its reported path (valid only
+	// during the call: Known copies it to keep it) and stat, which reads the file's FileStat
+	// without opening it (docs/operator-guide.md, "Listing cost"): the stat of the inode
+	// linked at the file's name, taken relative to the directory the walk holds and never
+	// following a symlink there; through a followed symlink, of the inode the link resolved
+	// to. That is the FileStat an open of the file at that instant would give. stat may be
+	// called during Known only; it reports false when the file could not be stated, and the
+	// walk then judges that failure as it judges a failed open (the file is left out, or the
+	// walk fails), whatever Known answers. Known returns true when it lists the file from its
+	// stat alone: the file is then neither opened nor visited. Known may be asked again about
+	// the same path when the file was replaced before it could be opened. When Known is nil
+	// every file is opened.
+	Known func(path []byte, stat func() (FileStat, bool)) bool
 	// Visit is handed each file Known did not know, opened; it must not retain it, and Walk
 	// closes it afterwards. Its Stat, Size and ModTime come from the opened descriptor, and
 	// may differ from what stat gave Known if the file changed in between.

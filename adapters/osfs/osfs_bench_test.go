@@ -174,7 +174,7 @@ func BenchmarkWalk(b *testing.B) {
 		fsys := benchFS(b, wd)
 		count := 0
 		visitor := ports.Visitor{
-			Known: func(_ string, stat func() (ports.FileStat, bool)) bool {
+			Known: func(_ []byte, stat func() (ports.FileStat, bool)) bool {
 				count++
 				if !known {
 					return false

@@ -195,7 +195,7 @@ func TestNoDescriptorLeaks(t *testing.T) {
 			for _, root := range []string{"out", "missing", "out/a.txt", "out/self"} {
 				for _, known := range []bool{false, true} {
 					_ = fx.FS.Walk(context.Background(), root, class, ports.Visitor{
-						Known: func(_ string, stat func() (ports.FileStat, bool)) bool {
+						Known: func(_ []byte, stat func() (ports.FileStat, bool)) bool {
 							_, ok := stat()
 							return ok && known
 						},

@@ -212,7 +212,7 @@ func (fs *fakeFS) statLeaf(r *Result) (*fakeNode, error) {
 func (fs *fakeFS) leaves(visit func(string, fakeFile) error) Leaves[*fakeNode, fakeFile] {
 	return Leaves[*fakeNode, fakeFile]{
 		Stat: fs.statLeaf,
-		Known: func(_ string, stat func() (*fakeNode, bool)) bool {
+		Known: func(_ []byte, stat func() (*fakeNode, bool)) bool {
 			stat()
 			return false
 		},
@@ -542,12 +542,12 @@ func TestWalkAsksKnownBeforeOpening(t *testing.T) {
 			})
 			leaves.Known = nil
 			if c.known != nil {
-				leaves.Known = func(p string, stat func() (*fakeNode, bool)) bool {
+				leaves.Known = func(p []byte, stat func() (*fakeNode, bool)) bool {
 					if _, ok := stat(); !ok {
 						return false
 					}
-					asked = append(asked, p)
-					return c.known(fs, p)
+					asked = append(asked, string(p))
+					return c.known(fs, string(p))
 				}
 			}
 			err := Walk(context.Background(), fs.dir(fs.top), workdir, "out", true, leaves)

@@ -49,13 +49,14 @@ type Leaves[S any, F io.Closer] struct {
 	// following a symlink. A name that is no longer a regular file is not_a_regular_file, and,
 	// when r.Node.ID is set, a file other than that node is Replaced.
 	Stat func(r *Result) (S, error)
-	// Known, when set, is asked with the reported path, which is the caller's to keep, and
-	// stat, which Stats the file when Known calls it and reports false when that failed.
+	// Known, when set, is asked with the reported path, valid only during the call (a caller
+	// that keeps it copies it), and stat, which Stats the file when Known calls it and reports
+	// false when that failed.
 	// True means the caller lists the file from that alone: it is neither opened nor
 	// visited. A failed stat is judged as a failed open is, whatever Known answers. When
 	// Known is nil every file is opened. Known may be asked again about the same path when
 	// the file was replaced between its stat and its open (RetryReplaced).
-	Known func(path string, stat func() (S, bool)) bool
+	Known func(path []byte, stat func() (S, bool)) bool
 	// Open opens the file, as the open callback of Open does.
 	Open func(r *Result) (F, error)
 	// Visit is handed the opened file under its reported path; the file is closed after it
@@ -241,17 +242,15 @@ func (w *walker[S, F]) subdir(d Dir, name string) error {
 
 // file lists the regular file name of d.
 func (w *walker[S, F]) file(d Dir, name string) error {
-	path := string(w.path)
 	w.leaf = Result{Path: append(w.names, name), Parent: d, Name: name, Node: Node{Kind: Regular}}
-	f, known, err := w.take(path, &w.leaf)
-	return w.emit(path, f, known, err)
+	f, known, err := w.take(&w.leaf)
+	return w.emit(f, known, err)
 }
 
 // link resolves the symlink name in the directory on top of the stack by the class rule,
 // starting from the directories the walk holds, and lists the regular file it leads to. A
 // file replaced between its resolution and its open is resolved again (RetryReplaced).
 func (w *walker[S, F]) link(name string) error {
-	path := string(w.path)
 	var known bool
 	f, err := RetryReplaced(func() (f F, err error) {
 		r, err := regular(resolveLink(w.stack, w.rule, w.memo, name))
@@ -259,18 +258,18 @@ func (w *walker[S, F]) link(name string) error {
 			return f, err
 		}
 		defer r.close()
-		f, known, err = w.take(path, r)
+		f, known, err = w.take(r)
 		return f, err
 	})
-	return w.emit(path, f, known, err)
+	return w.emit(f, known, err)
 }
 
-// take asks Known about the file r names, listed under path, and opens it unless Known knew
-// it.
-func (w *walker[S, F]) take(path string, r *Result) (f F, known bool, err error) {
+// take asks Known about the file r names, listed under the current path, and opens it unless
+// Known knew it.
+func (w *walker[S, F]) take(r *Result) (f F, known bool, err error) {
 	if w.leaves.Known != nil {
 		w.stated, w.statErr = r, nil
-		known = w.leaves.Known(path, w.statLeaf)
+		known = w.leaves.Known(w.path, w.statLeaf)
 		w.stated = nil
 		if w.statErr != nil {
 			return f, false, w.statErr
@@ -290,9 +289,9 @@ func (w *walker[S, F]) stat() (S, bool) {
 	return s, err == nil
 }
 
-// emit visits f, which take opened, under path; a file Known knew, and one whose stat or open
-// failed in a way leftOut forgives, is not visited.
-func (w *walker[S, F]) emit(path string, f F, known bool, err error) error {
+// emit visits f, which take opened, under the current path; a file Known knew, and one whose
+// stat or open failed in a way leftOut forgives, is not visited.
+func (w *walker[S, F]) emit(f F, known bool, err error) error {
 	if err != nil {
 		return leftOut(err)
 	}
@@ -300,7 +299,7 @@ func (w *walker[S, F]) emit(path string, f F, known bool, err error) error {
 		return nil
 	}
 	defer f.Close()
-	return w.leaves.Visit(path, f)
+	return w.leaves.Visit(string(w.path), f)
 }
 
 // leftOut returns nil for a failure the listing silently leaves its entry out for: a name

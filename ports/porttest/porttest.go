@@ -379,9 +379,9 @@ func list(t *testing.T, fs ports.ExportFS, root string, class containment.Class)
 	var err error
 	within(t, func() {
 		err = fs.Walk(context.Background(), root, class, ports.Visitor{
-			Known: func(p string, stat func() (ports.FileStat, bool)) bool {
+			Known: func(p []byte, stat func() (ports.FileStat, bool)) bool {
 				if st, ok := stat(); ok {
-					shown[p] = st
+					shown[string(p)] = st
 				}
 				return false
 			},
@@ -571,12 +571,12 @@ func runKnown(t *testing.T, build Builder) {
 			var err error
 			within(t, func() {
 				err = fx.FS.Walk(context.Background(), "out", class, ports.Visitor{
-					Known: func(p string, stat func() (ports.FileStat, bool)) bool {
+					Known: func(p []byte, stat func() (ports.FileStat, bool)) bool {
 						st, ok := stat()
 						if !ok {
 							t.Errorf("%q could not be stated", p)
 						}
-						shown[p] = st
+						shown[string(p)] = st
 						return true
 					},
 					Visit: func(p string, _ ports.File) error {
@@ -606,8 +606,8 @@ func runKnown(t *testing.T, build Builder) {
 			var shown, opened []ports.FileStat
 			var got []string
 			err := fx.FS.Walk(context.Background(), "out", containment.Sealed, ports.Visitor{
-				Known: func(q string, stat func() (ports.FileStat, bool)) bool {
-					if q == p {
+				Known: func(q []byte, stat func() (ports.FileStat, bool)) bool {
+					if string(q) == p {
 						st, _ := stat()
 						if len(shown) == 0 {
 							fx.Apply(fixture.Layout{"out/a.txt": changed})

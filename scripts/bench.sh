@@ -55,11 +55,13 @@ pairs=(
 	"open depth=5: per-component / openat2|OpenFile/depth=5/per-component|OpenFile/depth=5/openat2"
 	"open via symlink: openat2 ELOOP+fallback / per-component|OpenFileThroughSymlink/openat2-then-fallback|OpenFileThroughSymlink/per-component"
 	"walk 1000 files: osfs / naive WalkDir+Open|Walk/osfs|Walk/naive"
+	"walk 1000 files: every file known by its stat / opened|Walk/osfs-known|Walk/osfs"
 	"read 4KiB: pooled Reader / os.ReadFile+sha256|Read/4KiB/pooled|Read/4KiB/baseline"
 	"read 1MiB: pooled Reader / os.ReadFile+sha256|Read/1MiB/pooled|Read/1MiB/baseline"
 	"read 10MiB: pooled Reader / os.ReadFile+sha256|Read/10MiB/pooled|Read/10MiB/baseline"
 	"read 1MiB parallel: pooled / baseline|ReadParallel/1MiB/pooled|ReadParallel/1MiB/baseline"
 	"list 10000 x 16KiB files: warm / cold hash cache|Listing/warm|Listing/cold"
+	"list 10000 x 16KiB files: racy (stated, then hashed) / cold|Listing/racy|Listing/cold"
 	"verify: valid token / bad MAC|Verify/valid|Verify/bad-mac"
 	"redact: one token / no token|Redact/one-token|Redact/no-token"
 )

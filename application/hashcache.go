@@ -19,7 +19,8 @@ const RacyWindow = 2 * time.Second
 
 // cachedHash is the sha256 one listing took of the file it listed under path, with what the
 // file's descriptor said when it was opened (times in Unix nanoseconds) and the moment the
-// hash was taken: 80 bytes, the path and the hash's hex being strings the listings share.
+// hash was taken: about 150 bytes, the path's not counted; the path and the hex are strings
+// the listings share.
 type cachedHash struct {
 	path               string
 	device, inode      uint64

@@ -9,7 +9,8 @@
 // and entries without permissions (mode 000: a file that cannot be read, a directory that
 // cannot be searched or listed). It models the Linux behaviour osfs relies on: a name longer
 // than 255 bytes is io_error "file name too long", and permission failures are io_error
-// "permission denied".
+// "permission denied". A walk states a file as fstatat(AT_SYMLINK_NOFOLLOW) does,
+// needing no permission on the file itself, before it opens it.
 //
 // The mutators (Mkdir, WriteFile, Rewrite, Symlink, MakeFIFO, MakeSocket, MakeDevice, Deny,
 // Remove) let a test change the tree while the FS is in use; every method is safe for

@@ -8,7 +8,7 @@ import (
 	"github.com/resplane/resplane/ports"
 )
 
-// cacheFixture is a cache and a way to list what it holds and to state files.
+// cacheFixture is a cache and the moment of its latest listing.
 type cacheFixture struct {
 	c      hashCache
 	moment time.Time

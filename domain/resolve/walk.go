@@ -51,11 +51,10 @@ type Leaves[S any, F io.Closer] struct {
 	Stat func(r *Result) (S, error)
 	// Known, when set, is asked with the reported path, valid only during the call (a caller
 	// that keeps it copies it), and stat, which Stats the file when Known calls it and reports
-	// false when that failed.
-	// True means the caller lists the file from that alone: it is neither opened nor
-	// visited. A failed stat is judged as a failed open is, whatever Known answers. When
-	// Known is nil every file is opened. Known may be asked again about the same path when
-	// the file was replaced between its stat and its open (RetryReplaced).
+	// false when that failed. True means the caller lists the file from that alone: it is
+	// neither opened nor visited. A failed stat is judged as a failed open is, whatever Known
+	// answers. When Known is nil every file is opened. Known may be asked again about the same
+	// path when the file was replaced between its stat and its open (RetryReplaced).
 	Known func(path []byte, stat func() (S, bool)) bool
 	// Open opens the file, as the open callback of Open does.
 	Open func(r *Result) (F, error)

@@ -141,33 +141,43 @@ func (s *Files) list(ctx context.Context, req Request, gen uint64) (*Listing, er
 	return listing, nil
 }
 
-// walk fills listing with the export's regular files: the hash of each file is reused from the
-// latest listing when the hash cache proves the file unchanged (hashcache.go), and read
-// otherwise. A file that cannot be read whole is io_error: a listing is never shorter than
-// the tree.
+// walk fills listing with the export's regular files. A file the hash cache proves unchanged
+// by the stat the walk took without opening it is listed from that stat with its earlier hash
+// (hashcache.go) and never opened; any other file is opened, read and hashed, and listed from
+// the stat of the descriptor it was read from. A file that cannot be read whole is io_error:
+// a listing is never shorter than the tree.
 func (s *Files) walk(ctx context.Context, listing *Listing) error {
 	hashes := s.hashes.start(s.clock.Now())
 	listing.Entries = make([]ListedFile, 0, hashes.files()) // never nil: an empty listing is []
 	hashBuf := s.reader.pool.get(hashChunk)
 	defer s.reader.pool.put(hashBuf)
 	h := sha256.New()
-	err := s.fs.Walk(ctx, s.plane.Root, s.session.Containment, func(path string, f ports.File) error {
-		st := f.Stat()
-		size, sum, ok := hashes.reuse(path, st)
-		if !ok {
+	var sum [sha256.Size]byte
+	var sumHex [2 * sha256.Size]byte
+	add := func(path string, st ports.FileStat, size int64, sha string) {
+		listing.Entries = append(listing.Entries, ListedFile{Path: path, Size: size, MTimeMs: st.ModTime.UnixMilli(), SHA256: sha})
+	}
+	err := s.fs.Walk(ctx, s.plane.Root, s.session.Containment, ports.Visitor{
+		Known: func(path []byte, stat func() (ports.FileStat, bool)) bool {
+			c, st, ok := hashes.reuse(path, stat)
+			if ok {
+				add(c.path, st, c.size, c.sha256)
+			}
+			return ok
+		},
+		Visit: func(path string, f ports.File) error {
+			st := f.Stat()
 			h.Reset()
 			n, err := io.CopyBuffer(h, f, hashBuf.bytes)
 			if err != nil {
 				return readFailure(err)
 			}
-			size = n
-			h.Sum(sum[:0])
-			hashes.took(path, st, n, sum)
-		}
-		listing.Entries = append(listing.Entries, ListedFile{
-			Path: path, Size: size, MTimeMs: st.ModTime.UnixMilli(), SHA256: hex.EncodeToString(sum[:]),
-		})
-		return nil
+			hex.Encode(sumHex[:], h.Sum(sum[:0]))
+			sha := string(sumHex[:])
+			hashes.took(path, st, n, sha)
+			add(path, st, n, sha)
+			return nil
+		},
 	})
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
 	"github.com/resplane/resplane/domain/trace"
+	"github.com/resplane/resplane/ports"
 )
 
 // cpuTime is the CPU time, user and system, the process has used so far.
@@ -46,13 +47,18 @@ const (
 //   - cold: a listing with an empty hash cache, as the first listing of a process: a walk,
 //     one open per file, sha256 of every byte, and the cache filled;
 //   - warm: the next listing of the same process, once every file is older than the racy
-//     window: a walk and one open per file, every hash reused.
+//     window: a walk and one fstatat per file, every hash reused, no file opened;
+//   - racy: a listing whose cache holds every file, but whose clock says every file changed
+//     within the racy window before the cache's hashes were taken: each file is stated, then
+//     opened and hashed again. It is what a listing of a tree that changed everywhere costs,
+//     the most a stat before the open can add to a cold listing.
 //
-// SetBytes is the bytes a cold listing hashes, so that both report the same MB/s basis;
+// SetBytes is the bytes a cold listing hashes, so that all report the same MB/s basis;
 // ns/file is reported too, and cpu-ns/file: the CPU time the process spent (user and system,
 // the garbage collector's included) per file, which other work on a shared machine does not
 // inflate the way it does the elapsed time.
 func BenchmarkListing(b *testing.B) {
+	begun := time.Now()
 	wd := filepath.Join(b.TempDir(), "wd")
 	content := make([]byte, listFileLen)
 	for d := range listDirs {
@@ -76,11 +82,11 @@ func BenchmarkListing(b *testing.B) {
 	// listing that took it.
 	time.Sleep(application.RacyWindow + 100*time.Millisecond)
 	reader := application.NewReader(application.Budgets{Memory: benchBudget(b)}, nil)
-	fresh := func() *application.Files {
+	fresh := func(clk ports.Clock) *application.Files {
 		return application.NewFiles(
 			&application.ExportPlane{Root: "out/", MaxBytes: 10 << 20},
 			application.Session{Generation: &generation.Counter{}, Containment: containment.Sealed},
-			disk, reader, &clock.System{}, discardSink{})
+			disk, reader, clk, discardSink{})
 	}
 	list := func(b *testing.B, files *application.Files) {
 		_, listing, err := files.List(context.Background(), get)
@@ -103,10 +109,13 @@ func BenchmarkListing(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*listFiles), "ns/file")
 		b.ReportMetric(float64((cpuTime(b)-before).Nanoseconds())/float64(b.N*listFiles), "cpu-ns/file")
 	}
-	b.Run("cold", func(b *testing.B) { run(b, fresh) })
-	b.Run("warm", func(b *testing.B) {
-		files := fresh()
+	// warmed is a Files whose cache holds every file, listed once on clk.
+	warmed := func(b *testing.B, clk ports.Clock) func() *application.Files {
+		files := fresh(clk)
 		list(b, files)
-		run(b, func() *application.Files { return files })
-	})
+		return func() *application.Files { return files }
+	}
+	b.Run("cold", func(b *testing.B) { run(b, func() *application.Files { return fresh(&clock.System{}) }) })
+	b.Run("warm", func(b *testing.B) { run(b, warmed(b, &clock.System{})) })
+	b.Run("racy", func(b *testing.B) { run(b, warmed(b, clock.NewManual(begun))) })
 }

@@ -1,6 +1,7 @@
 package application
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +19,8 @@ const RacyWindow = 2 * time.Second
 
 // cachedHash is the sha256 one listing took of the file it listed under path, with what the
 // file's descriptor said when it was opened (times in Unix nanoseconds) and the moment the
-// hash was taken: about 100 bytes, the path's bytes being the listing's own.
+// hash was taken: about 150 bytes, the path's not counted; the path and the hex are strings
+// the listings share.
 type cachedHash struct {
 	path               string
 	device, inode      uint64
@@ -26,10 +28,10 @@ type cachedHash struct {
 	// hashedAt is the moment the listing that read the bytes started: no later than the open
 	// they were read from.
 	hashedAt int64
-	sum      [32]byte
+	sha256   string // lowercase hex, as listed
 }
 
-// provesUnchanged reports whether a file now open with stat st is provably the version c was
+// provesUnchanged reports whether a file whose stat is st is provably the version c was
 // taken of, by git's racy rule: the same device, inode, size, modification and change time
 // to the nanosecond, and both times older than the moment the hash was taken by more than
 // RacyWindow. A write after that moment would have moved the times past the window, so the
@@ -47,7 +49,8 @@ func (c *cachedHash) provesUnchanged(st ports.FileStat) bool {
 // order (bytewise by path), so that its memory follows the tree: a file no longer listed is
 // forgotten at the next listing. A listing walks the files in that same order, so it finds a
 // file's earlier hash by moving a cursor forward, never by a lookup. Listings running at once
-// each read the same earlier generation and the last to finish replaces it.
+// each read the same earlier generation and the last to finish replaces it. A generation is
+// never changed once stored.
 type hashCache struct {
 	latest atomic.Pointer[[]cachedHash]
 }
@@ -58,7 +61,6 @@ func (c *hashCache) start(moment time.Time) *hashWalk {
 	w := &hashWalk{cache: c, moment: moment.UnixNano()}
 	if earlier := c.latest.Load(); earlier != nil {
 		w.earlier = *earlier
-		w.seen = make([]cachedHash, 0, len(w.earlier))
 	}
 	return w
 }
@@ -69,42 +71,72 @@ type hashWalk struct {
 	moment  int64
 	earlier []cachedHash
 	next    int // the first entry of earlier not yet passed
-	// seen is what this listing took or reused; it becomes the cache when the listing ends.
+	// What this listing took or reused becomes the cache when the listing ends. While it is
+	// exactly earlier[:kept], the entries reused one after the other from the start, seen is
+	// nil and nothing is copied: a listing of an unchanged tree builds no new cache.
+	kept int
 	seen []cachedHash
 }
 
 // files is how many files the latest listing hashed or reused: what this one will likely see.
 func (w *hashWalk) files() int { return len(w.earlier) }
 
-// reuse returns the size and hash of the file listed under path and open with stat st, when
-// the earlier listing's hash of the file under that path proves it unchanged. Paths must come
-// in the listing's order.
-func (w *hashWalk) reuse(path string, st ports.FileStat) (size int64, sum [32]byte, ok bool) {
-	for w.next < len(w.earlier) && w.earlier[w.next].path < path {
+// reuse returns the earlier listing's hash of the file listed under path, and the file's stat,
+// when there is one and stat proves the file unchanged since (provesUnchanged). It calls stat
+// only when the earlier listing listed a file under path. Paths must come in the listing's
+// order; the same path may be asked about again.
+func (w *hashWalk) reuse(path []byte, stat func() (ports.FileStat, bool)) (*cachedHash, ports.FileStat, bool) {
+	for w.next < len(w.earlier) && w.earlier[w.next].path < string(path) {
 		w.next++
 	}
-	if w.next == len(w.earlier) || w.earlier[w.next].path != path {
-		return 0, sum, false
+	if w.next == len(w.earlier) || w.earlier[w.next].path != string(path) {
+		return nil, ports.FileStat{}, false
 	}
 	c := &w.earlier[w.next]
-	w.next++
-	if !c.provesUnchanged(st) {
-		return 0, sum, false
+	st, ok := stat()
+	if !ok || !c.provesUnchanged(st) {
+		return nil, ports.FileStat{}, false
 	}
-	w.seen = append(w.seen, *c)
-	return c.size, c.sum, true
+	if w.seen == nil && w.next == w.kept {
+		w.kept++
+	} else {
+		w.record(*c)
+	}
+	return c, st, true
 }
 
-// took records the hash of the n bytes read from the file listed under path and open with stat
-// st. A file that was not read whole (it changed while it was read) is not recorded.
-func (w *hashWalk) took(path string, st ports.FileStat, n int64, sum [32]byte) {
+// took records the hash (lowercase hex) of the n bytes read from the file listed under path
+// and open with stat st. A file that was not read whole (it changed while it was read) is not
+// recorded.
+func (w *hashWalk) took(path string, st ports.FileStat, n int64, sha256 string) {
 	if n == st.Size {
-		w.seen = append(w.seen, cachedHash{
+		w.record(cachedHash{
 			path: path, device: st.Device, inode: st.Inode, size: st.Size,
-			mtime: st.ModTime.UnixNano(), ctime: st.ChangeTime.UnixNano(), hashedAt: w.moment, sum: sum,
+			mtime: st.ModTime.UnixNano(), ctime: st.ChangeTime.UnixNano(), hashedAt: w.moment, sha256: sha256,
 		})
 	}
 }
 
-// finish makes what this listing took and reused the cache.
-func (w *hashWalk) finish() { w.cache.latest.Store(&w.seen) }
+// record appends c to what this listing saw, copying the entries it kept first.
+func (w *hashWalk) record(c cachedHash) {
+	if w.seen == nil {
+		w.seen = make([]cachedHash, w.kept, len(w.earlier)+1)
+		copy(w.seen, w.earlier)
+	}
+	w.seen = append(w.seen, c)
+}
+
+// finish makes what this listing took and reused the cache. A listing that reused every
+// earlier entry in order leaves the cache as it is; one that kept a part of them only stores
+// a copy of that part, so that the entries it dropped are not held.
+func (w *hashWalk) finish() {
+	seen := w.seen
+	switch {
+	case seen != nil:
+	case w.kept == len(w.earlier):
+		seen = w.earlier
+	default:
+		seen = slices.Clone(w.earlier[:w.kept])
+	}
+	w.cache.latest.Store(&seen)
+}

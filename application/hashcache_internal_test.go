@@ -8,43 +8,133 @@ import (
 	"github.com/resplane/resplane/ports"
 )
 
+// cacheFixture is a cache and the moment of its latest listing.
+type cacheFixture struct {
+	c      hashCache
+	moment time.Time
+}
+
+func stOf(inode uint64) ports.FileStat {
+	return ports.FileStat{Device: 1, Inode: inode, Size: 1, ModTime: time.Unix(1, 0), ChangeTime: time.Unix(1, 0)}
+}
+
+func statOf(inode uint64) func() (ports.FileStat, bool) {
+	return func() (ports.FileStat, bool) { return stOf(inode), true }
+}
+
+func (f *cacheFixture) paths() []string {
+	var p []string
+	for _, e := range *f.c.latest.Load() {
+		p = append(p, e.path+"="+e.sha256)
+	}
+	return p
+}
+
+// listing starts a listing one minute after the previous one.
+func (f *cacheFixture) listing() *hashWalk {
+	f.moment = f.moment.Add(time.Minute)
+	return f.c.start(f.moment)
+}
+
 // TestTheCacheHoldsOnlyTheLatestCompleteListing pins docs/operator-guide.md, "Listing cost":
 // a completed listing replaces the cache with exactly the files it listed, and one that does
 // not complete leaves it as it was.
 func TestTheCacheHoldsOnlyTheLatestCompleteListing(t *testing.T) {
-	var c hashCache
-	moment := time.Unix(1000, 0)
-	st := func(inode uint64) ports.FileStat {
-		return ports.FileStat{Device: 1, Inode: inode, Size: 1, ModTime: time.Unix(1, 0), ChangeTime: time.Unix(1, 0)}
-	}
-	paths := func() []string {
-		var p []string
-		for _, e := range *c.latest.Load() {
-			p = append(p, e.path)
-		}
-		return p
-	}
-	first := c.start(moment)
-	first.took("a", st(1), 1, [32]byte{1})
-	first.took("b", st(2), 1, [32]byte{2})
-	first.took("grown", st(3), 2, [32]byte{3}) // read 2 bytes of a 1-byte file: not kept
+	f := &cacheFixture{moment: time.Unix(1000, 0)}
+	first := f.listing()
+	first.took("a", stOf(1), 1, "1")
+	first.took("b", stOf(2), 1, "2")
+	first.took("grown", stOf(3), 2, "3") // read 2 bytes of a 1-byte file: not kept
 	first.finish()
-	if got := paths(); !slices.Equal(got, []string{"a", "b"}) {
+	if got := f.paths(); !slices.Equal(got, []string{"a=1", "b=2"}) {
 		t.Fatalf("after the first listing the cache holds %q", got)
 	}
 
-	second := c.start(moment.Add(time.Minute))
-	if _, sum, ok := second.reuse("a", st(1)); !ok || sum != [32]byte{1} {
+	second := f.listing()
+	if c, _, ok := second.reuse([]byte("a"), statOf(1)); !ok || c.sha256 != "1" {
 		t.Fatal("a was not reused")
 	}
 	second.finish() // b is gone
-	if got := paths(); !slices.Equal(got, []string{"a"}) {
+	if got := f.paths(); !slices.Equal(got, []string{"a=1"}) {
 		t.Fatalf("after a listing without b the cache holds %q", got)
 	}
 
-	abandoned := c.start(moment.Add(2 * time.Minute))
-	abandoned.took("c", st(4), 1, [32]byte{4}) // never finished
-	if got := paths(); !slices.Equal(got, []string{"a"}) {
+	abandoned := f.listing()
+	abandoned.took("c", stOf(4), 1, "4") // never finished
+	if got := f.paths(); !slices.Equal(got, []string{"a=1"}) {
 		t.Fatalf("an unfinished listing changed the cache to %q", got)
+	}
+}
+
+// TestAListingCopiesTheCacheOnlyWhenItDiffers pins docs/decisions.md, "The listing hash
+// cache": a listing that reuses every earlier hash in order keeps the cache as it is, without
+// copying it; any other listing stores exactly what it saw, in order, and never holds on to an
+// entry it dropped.
+func TestAListingCopiesTheCacheOnlyWhenItDiffers(t *testing.T) {
+	cases := []struct {
+		rule   string
+		list   func(w *hashWalk)
+		want   []string
+		shared bool // whether the cache is still the earlier generation's array
+	}{
+		{"reusing every entry in order keeps the cache without a copy", func(w *hashWalk) {
+			w.reuse([]byte("a"), statOf(1))
+			w.reuse([]byte("b"), statOf(2))
+			w.reuse([]byte("c"), statOf(3))
+		}, []string{"a=1", "b=2", "c=3"}, true},
+		{"a stat that fails the proof and is hashed again is stored in its place", func(w *hashWalk) {
+			w.reuse([]byte("a"), statOf(1))
+			if _, _, ok := w.reuse([]byte("b"), statOf(9)); ok {
+				t.Error("b was reused under another inode")
+			}
+			w.took("b", stOf(9), 1, "9")
+			w.reuse([]byte("c"), statOf(3))
+		}, []string{"a=1", "b=9", "c=3"}, false},
+		{"a file added in the middle is stored in order", func(w *hashWalk) {
+			w.reuse([]byte("a"), statOf(1))
+			w.took("ab", stOf(7), 1, "7")
+			w.reuse([]byte("b"), statOf(2))
+			w.reuse([]byte("c"), statOf(3))
+		}, []string{"a=1", "ab=7", "b=2", "c=3"}, false},
+		{"a file gone from the middle is dropped", func(w *hashWalk) {
+			w.reuse([]byte("a"), statOf(1))
+			w.reuse([]byte("c"), statOf(3))
+		}, []string{"a=1", "c=3"}, false},
+		{"files gone from the end are dropped from a copy", func(w *hashWalk) {
+			w.reuse([]byte("a"), statOf(1))
+		}, []string{"a=1"}, false},
+		{"a path asked about again after a failed open is kept once", func(w *hashWalk) {
+			w.reuse([]byte("a"), statOf(1))
+			w.reuse([]byte("b"), func() (ports.FileStat, bool) { return ports.FileStat{}, false })
+			w.reuse([]byte("b"), statOf(2))
+			w.reuse([]byte("c"), statOf(3))
+		}, []string{"a=1", "b=2", "c=3"}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			f := &cacheFixture{moment: time.Unix(1000, 0)}
+			first := f.listing()
+			for i, p := range []string{"a", "b", "c"} {
+				first.took(p, stOf(uint64(i+1)), 1, string(rune('1'+i)))
+			}
+			first.finish()
+			earlier := *f.c.latest.Load()
+
+			w := f.listing()
+			c.list(w)
+			w.finish()
+			if got := f.paths(); !slices.Equal(got, c.want) {
+				t.Errorf("the cache holds %q, want %q", got, c.want)
+			}
+			latest := *f.c.latest.Load()
+			if shared := &latest[0] == &earlier[0]; shared != c.shared {
+				t.Errorf("the cache shares the earlier array: %v, want %v", shared, c.shared)
+			}
+			for _, dropped := range latest[len(latest):cap(latest)] {
+				if dropped.path != "" {
+					t.Errorf("the cache still holds the dropped entry %q", dropped.path)
+				}
+			}
+		})
 	}
 }

@@ -24,10 +24,10 @@ type countingFS struct {
 	read atomic.Int64
 }
 
-func (c *countingFS) Walk(ctx context.Context, root string, class containment.Class, visit func(string, ports.File) error) error {
-	return c.ExportFS.Walk(ctx, root, class, func(p string, f ports.File) error {
-		return visit(p, countingFile{f, &c.read})
-	})
+func (c *countingFS) Walk(ctx context.Context, root string, class containment.Class, visit ports.Visitor) error {
+	inner := visit.Visit
+	visit.Visit = func(p string, f ports.File) error { return inner(p, countingFile{f, &c.read}) }
+	return c.ExportFS.Walk(ctx, root, class, visit)
 }
 
 type countingFile struct {
@@ -179,8 +179,10 @@ func TestAFileThatCannotBeHashedRefusesTheListing(t *testing.T) {
 // failingReads is an ExportFS whose every file fails to read, as a disk error does.
 type failingReads struct{ ports.ExportFS }
 
-func (f failingReads) Walk(ctx context.Context, root string, class containment.Class, visit func(string, ports.File) error) error {
-	return f.ExportFS.Walk(ctx, root, class, func(p string, file ports.File) error { return visit(p, failingFile{file}) })
+func (f failingReads) Walk(ctx context.Context, root string, class containment.Class, visit ports.Visitor) error {
+	inner := visit.Visit
+	visit.Visit = func(p string, file ports.File) error { return inner(p, failingFile{file}) }
+	return f.ExportFS.Walk(ctx, root, class, visit)
 }
 
 type failingFile struct{ ports.File }

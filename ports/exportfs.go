@@ -34,23 +34,45 @@ type ExportFS interface {
 	OpenFile(root string, rel pathpolicy.RelPath, class containment.Class) (File, error)
 
 	// Walk visits every listable regular file beneath root in bytewise order of its path
-	// (relative to the root, "/"-separated, invalid UTF-8 replaced by U+FFFD). Each file is
-	// opened once and handed to visit, which must not retain it; Walk closes it afterwards.
+	// (relative to the root, "/"-separated, invalid UTF-8 replaced by U+FFFD), as visit says
+	// (see Visitor): each file is first offered to visit.Known, which may read its FileStat
+	// without opening it; a file Known does not know is opened once and handed to visit.Visit.
 	// Walk silently leaves out FIFOs, sockets, devices, every symlink under scoped, and under
 	// sealed/advisory symlinks that dangle, loop or leave the root; a symlink to a regular file
 	// inside the root is visited under the symlink's own path; a symlink to a directory is never
-	// descended. A file or directory that vanished, or that permission is denied on, is left
-	// out too; any other failure (a descriptor shortage, an I/O error) is io_error, so a walk
-	// that returns nil visited every listable file. A directory nested more than
-	// resolve.MaxDepth levels beneath the root, more than resolve.MaxEntries directory entries,
-	// and ctx ending before the walk is done are io_error as well (docs/http-api.md,
-	// "The listing").
+	// descended. A file or directory that vanished, that is no longer a regular file, or that
+	// permission is denied on, is left out too; any other failure (a descriptor shortage, an
+	// I/O error) is io_error, so a walk that returns nil visited every listable file. A
+	// directory nested more than resolve.MaxDepth levels beneath the root, more than
+	// resolve.MaxEntries directory entries, and ctx ending before the walk is done are io_error
+	// as well (docs/http-api.md, "The listing").
 	//
 	// A root that does not exist or is not a directory is visited as empty. A root that is a
 	// symlink loop is symlink_refused, a root that resolves outside the workdir outside_root,
-	// any other failure on the root io_error. An error returned by visit stops the walk and is
-	// returned as is.
-	Walk(ctx context.Context, root string, class containment.Class, visit func(path string, f File) error) error
+	// any other failure on the root io_error. An error returned by visit.Visit stops the walk
+	// and is returned as is.
+	Walk(ctx context.Context, root string, class containment.Class, visit Visitor) error
+}
+
+// Visitor is what ExportFS.Walk does with each listable regular file, in the walk's order.
+type Visitor struct {
+	// Known, when set, is asked first about each file, with its reported path (valid only
+	// during the call: Known copies it to keep it) and stat, which reads the file's FileStat
+	// without opening it (docs/operator-guide.md, "Listing cost"): the stat of the inode
+	// linked at the file's name, taken relative to the directory the walk holds and never
+	// following a symlink there; through a followed symlink, of the inode the link resolved
+	// to. That is the FileStat an open of the file at that instant would give. stat may be
+	// called during Known only; it reports false when the file could not be stated, and the
+	// walk then judges that failure as it judges a failed open (the file is left out, or the
+	// walk fails), whatever Known answers. Known returns true when it lists the file from its
+	// stat alone: the file is then neither opened nor visited. Known may be asked again about
+	// the same path when the file was replaced before it could be opened. When Known is nil
+	// every file is opened.
+	Known func(path []byte, stat func() (FileStat, bool)) bool
+	// Visit is handed each file Known did not know, opened; it must not retain it, and Walk
+	// closes it afterwards. Its Stat, Size and ModTime come from the opened descriptor, and
+	// may differ from what stat gave Known if the file changed in between.
+	Visit func(path string, f File) error
 }
 
 // File is one open regular file. Size, ModTime and Stat come from the same descriptor the

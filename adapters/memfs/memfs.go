@@ -9,7 +9,8 @@
 // and entries without permissions (mode 000: a file that cannot be read, a directory that
 // cannot be searched or listed). It models the Linux behaviour osfs relies on: a name longer
 // than 255 bytes is io_error "file name too long", and permission failures are io_error
-// "permission denied".
+// "permission denied". A walk states a file as fstatat(AT_SYMLINK_NOFOLLOW) does,
+// needing no permission on the file itself, before it opens it.
 //
 // The mutators (Mkdir, WriteFile, Rewrite, Symlink, MakeFIFO, MakeSocket, MakeDevice, Deny,
 // Remove) let a test change the tree while the FS is in use; every method is safe for
@@ -87,18 +88,45 @@ func (m *FS) OpenFile(root string, rel pathpolicy.RelPath, class containment.Cla
 	})
 }
 
-// Walk implements ports.ExportFS.
-func (m *FS) Walk(ctx context.Context, root string, class containment.Class, visit func(path string, f ports.File) error) error {
-	return resolve.Walk(ctx, m.dir(m.top), m.workdir, root, class.FollowsSymlinks(), m.open, visit)
+// Walk implements ports.ExportFS. A file is stated (stat) before it is opened (open), and
+// opened only when visit.Known does not know it by that stat.
+func (m *FS) Walk(ctx context.Context, root string, class containment.Class, visit ports.Visitor) error {
+	return resolve.Walk(ctx, m.dir(m.top), m.workdir, root, class.FollowsSymlinks(), resolve.Leaves[ports.FileStat, ports.File]{
+		Stat: m.stat, Known: visit.Known, Open: m.open, Visit: visit.Visit,
+	})
 }
 
 // open opens the final component of a resolution as a real open(O_RDONLY|O_NOFOLLOW) would
 // answer: a symlink is refused, a denied file is permission denied, anything but a regular
 // file is not_a_regular_file, and a node other than the one resolved is refused.
 func (m *FS) open(r *resolve.Result) (ports.File, error) {
-	parent := r.Parent.(*dir).n
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	n, err := m.leaf(r, true)
+	if err != nil {
+		return nil, err
+	}
+	return &file{data: n.data, stat: n.stat(), path: strings.Join(r.Path, "/")}, nil
+}
+
+// stat reads the final component of a resolution as fstatat(AT_SYMLINK_NOFOLLOW) would: it
+// needs no permission on the file itself, and anything but a regular file (a symlink
+// included) is not_a_regular_file.
+func (m *FS) stat(r *resolve.Result) (ports.FileStat, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n, err := m.leaf(r, false)
+	if err != nil {
+		return ports.FileStat{}, err
+	}
+	return n.stat(), nil
+}
+
+// leaf finds the regular file a resolution ended on, through its parent by its name, failing
+// as the system call would: opening when it is opened for reading, else stated. The caller
+// holds m.mu.
+func (m *FS) leaf(r *resolve.Result, opening bool) (*node, error) {
+	parent := r.Parent.(*dir).n
 	if parent.denied {
 		return nil, denied()
 	}
@@ -106,17 +134,21 @@ func (m *FS) open(r *resolve.Result) (ports.File, error) {
 	switch {
 	case n == nil:
 		return nil, refusal.New(refusal.NotFound)
-	case n.kind == kindSymlink:
+	case opening && n.kind == kindSymlink:
 		return nil, refusal.New(refusal.SymlinkRefused)
-	case n.denied:
+	case opening && n.denied:
 		return nil, denied()
 	case n.kind != kindFile:
 		return nil, refusal.New(refusal.NotARegularFile)
 	case r.Node.ID != nil && r.Node.ID != n:
 		return nil, resolve.Replaced()
 	}
-	stat := ports.FileStat{Device: device, Inode: n.inode, Size: int64(len(n.data)), ModTime: n.mtime, ChangeTime: n.ctime}
-	return &file{data: n.data, stat: stat, path: strings.Join(r.Path, "/")}, nil
+	return n, nil
+}
+
+// stat is what a descriptor of the regular file n would say.
+func (n *node) stat() ports.FileStat {
+	return ports.FileStat{Device: device, Inode: n.inode, Size: int64(len(n.data)), ModTime: n.mtime, ChangeTime: n.ctime}
 }
 
 // denied is permission denied as osfs answers it: io_error, keeping the errno as its cause.

@@ -1,8 +1,9 @@
 package osfs
 
 import (
-	"bytes"
 	"encoding/binary"
+	"slices"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -98,30 +99,40 @@ const (
 	direntName   = 19
 )
 
+// appendDirents appends the entries of buf, the records one getdents64 call filled in. The
+// names are cut from one string copied from buf, so that a batch costs one allocation for its
+// names and at most one to grow entries, not one per name.
 func appendDirents(entries []resolve.Entry, dirfd int, buf []byte) []resolve.Entry {
-	for len(buf) >= direntName {
-		reclen := int(binary.NativeEndian.Uint16(buf[direntReclen:]))
-		if reclen < direntName || reclen > len(buf) {
+	records := 0
+	for rest := buf; len(rest) >= direntName; records++ {
+		reclen := int(binary.NativeEndian.Uint16(rest[direntReclen:]))
+		if reclen < direntName || reclen > len(rest) {
 			break
 		}
-		name := buf[direntName:reclen]
-		if i := bytes.IndexByte(name, 0); i >= 0 {
+		rest = rest[reclen:]
+	}
+	entries = slices.Grow(entries, records)
+	names := string(buf)
+	for off := 0; records > 0; records-- {
+		reclen := int(binary.NativeEndian.Uint16(buf[off+direntReclen:]))
+		name := names[off+direntName : off+reclen]
+		if i := strings.IndexByte(name, 0); i >= 0 {
 			name = name[:i]
 		}
-		typ := buf[direntType]
-		buf = buf[reclen:]
-		if string(name) == "." || string(name) == ".." {
+		typ := buf[off+direntType]
+		off += reclen
+		if name == "." || name == ".." {
 			continue
 		}
 		kind := kindOfDirent(typ)
 		if kind == 0 {
 			var st unix.Stat_t
-			if err := unix.Fstatat(dirfd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 				continue // vanished since it was read
 			}
 			kind = kindOfMode(st.Mode)
 		}
-		entries = append(entries, resolve.Entry{Name: string(name), Kind: kind})
+		entries = append(entries, resolve.Entry{Name: name, Kind: kind})
 	}
 	return entries
 }

@@ -21,7 +21,10 @@
 // regular file is opened relative to its held parent descriptor with
 // O_RDONLY|O_NOFOLLOW|O_NONBLOCK and must again be the inode that was looked up. Listing
 // descends only through directories opened with O_RDONLY|O_DIRECTORY|O_NOFOLLOW relative to
-// their parent's descriptor, so a directory swapped for a symlink fails closed.
+// their parent's descriptor, so a directory swapped for a symlink fails closed. A listing
+// states each file with fstatat(AT_SYMLINK_NOFOLLOW) relative to its held parent descriptor
+// (a linked file: the inode its resolution looked up) and opens it, relative to the same
+// descriptor, only when the caller does not know it by that stat (ports.Visitor).
 //
 // What this guarantees: no concurrent rename, symlink swap or directory exchange can make a
 // call open a file by a route that leaves the root; a race turns into a refusal (possibly
@@ -29,8 +32,9 @@
 // device node is never opened: resolution learns the type from an O_PATH descriptor, a
 // listing from the directory entry, and every read open is O_NONBLOCK, so no call blocks on
 // a FIFO. Size and
-// modification time come from the descriptor the bytes are read from. Refusals never carry
-// a host path.
+// modification time come from the descriptor the bytes are read from; the stat a listing
+// takes instead of an open is of the inode linked at the name at that instant, as an fstat of
+// a descriptor opened then would be. Refusals never carry a host path.
 //
 // What it does not guarantee:
 //
@@ -47,6 +51,9 @@
 //     If the workdir is later moved, absolute links inside it are refused (outside_root);
 //     nothing outside becomes reachable.
 //   - The FS reads with the process's own credentials; it does not stand between users.
+//   - A file a listing knows by its stat is not opened, so the listing does not learn that it
+//     could no longer be opened for a reason its inode does not record (a security module's
+//     policy, say).
 //
 // An FS is safe for concurrent use.
 package osfs

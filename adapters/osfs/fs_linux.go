@@ -83,9 +83,12 @@ func (fs *FS) openOnce(root string, rel pathpolicy.RelPath, class containment.Cl
 	return resolve.Open(fs.wd, fs.wdPath, root, rel.Components(), class.FollowsSymlinks(), openLeaf)
 }
 
-// Walk implements ports.ExportFS.
-func (fs *FS) Walk(ctx context.Context, root string, class containment.Class, visit func(path string, f ports.File) error) error {
-	return resolve.Walk(ctx, fs.wd, fs.wdPath, root, class.FollowsSymlinks(), openLeaf, visit)
+// Walk implements ports.ExportFS. A file is stated before it is opened (statLeaf), and opened
+// (openLeaf) only when visit.Known does not know it by that stat.
+func (fs *FS) Walk(ctx context.Context, root string, class containment.Class, visit ports.Visitor) error {
+	return resolve.Walk(ctx, fs.wd, fs.wdPath, root, class.FollowsSymlinks(), resolve.Leaves[ports.FileStat, ports.File]{
+		Stat: statLeaf, Known: visit.Known, Open: openLeaf, Visit: visit.Visit,
+	})
 }
 
 // beneath is how every openat2 call resolves: never out of the workdir, through no symlink
@@ -147,23 +150,50 @@ func openLeaf(r *resolve.Result) (ports.File, error) {
 	return newFile(fd, r.Node.ID, strings.Join(r.Path, "/"))
 }
 
+// statLeaf reads what the regular file a resolution ended on is, without opening it: one
+// fstatat of its name relative to its held parent descriptor, not following a symlink. That
+// is the stat an open of the name would give at that instant: both are the same kernel
+// attributes of the inode linked there. It must be a regular file and, when the resolution
+// looked the file up, the inode it found.
+func statLeaf(r *resolve.Result) (ports.FileStat, error) {
+	parent := r.Parent.(*dirFD)
+	var st unix.Stat_t
+	if err := retryErr(func() error { return unix.Fstatat(parent.fd, r.Name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		return ports.FileStat{}, refuse(err)
+	}
+	if err := regularFile(&st, r.Node.ID); err != nil {
+		return ports.FileStat{}, err
+	}
+	return statOf(&st), nil
+}
+
 // newFile takes ownership of fd, a read descriptor, and returns it as a File if it is a
 // regular file and, when want is set, the inode that was resolved.
 func newFile(fd int, want any, path string) (ports.File, error) {
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, refuse(err)
+	err := unix.Fstat(fd, &st)
+	if err != nil {
+		err = refuse(err)
+	} else {
+		err = regularFile(&st, want)
 	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+	if err != nil {
 		unix.Close(fd)
-		return nil, refusal.New(refusal.NotARegularFile)
-	case want != nil && want != idOf(&st):
-		unix.Close(fd)
-		return nil, resolve.Replaced()
+		return nil, err
 	}
 	return &file{fd: fd, stat: statOf(&st), path: path}, nil
+}
+
+// regularFile refuses st unless it describes a regular file and, when want is set, the inode
+// want identifies (else the file was replaced since it was looked up).
+func regularFile(st *unix.Stat_t, want any) error {
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return refusal.New(refusal.NotARegularFile)
+	case want != nil && want != idOf(st):
+		return resolve.Replaced()
+	}
+	return nil
 }
 
 // statOf is the identity of the version of a file st describes.

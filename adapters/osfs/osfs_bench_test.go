@@ -160,17 +160,31 @@ func walkFixture(b *testing.B) string {
 // BenchmarkWalk visits every file of a 1000-file tree (10 directories of 100 files): the
 // listing's filesystem work without the hashing (the visit does nothing with the open file).
 //
-//   - osfs: resolve.Walk over directory descriptors, sorted, one guarded open per file;
+//   - osfs: resolve.Walk over directory descriptors, sorted, one guarded open per file, as a
+//     listing with an empty hash cache makes;
+//   - osfs-known: the same walk with every file known by its stat (Visitor.Known), as a
+//     listing whose hash cache proves every file unchanged makes: one fstatat per file, no
+//     open;
 //   - naive: filepath.WalkDir plus os.Open and Stat per regular file, the unguarded baseline.
 //
 // It also reports ns/file.
 func BenchmarkWalk(b *testing.B) {
 	wd := walkFixture(b)
-	b.Run("osfs", func(b *testing.B) {
+	benchWalk := func(b *testing.B, known bool) {
 		fsys := benchFS(b, wd)
-		visit := func(string, ports.File) error { return nil }
 		count := 0
-		if err := fsys.Walk(context.Background(), benchRoot+"/", containment.Scoped, func(string, ports.File) error { count++; return nil }); err != nil {
+		visitor := ports.Visitor{
+			Known: func(_ []byte, stat func() (ports.FileStat, bool)) bool {
+				count++
+				if !known {
+					return false
+				}
+				_, ok := stat()
+				return ok
+			},
+			Visit: func(string, ports.File) error { return nil },
+		}
+		if err := fsys.Walk(context.Background(), benchRoot+"/", containment.Scoped, visitor); err != nil {
 			b.Fatal(err)
 		}
 		if count != walkFiles {
@@ -179,12 +193,14 @@ func BenchmarkWalk(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			if err := fsys.Walk(context.Background(), benchRoot+"/", containment.Scoped, visit); err != nil {
+			if err := fsys.Walk(context.Background(), benchRoot+"/", containment.Scoped, visitor); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*walkFiles), "ns/file")
-	})
+	}
+	b.Run("osfs", func(b *testing.B) { benchWalk(b, false) })
+	b.Run("osfs-known", func(b *testing.B) { benchWalk(b, true) })
 	b.Run("naive", func(b *testing.B) {
 		root := filepath.Join(wd, benchRoot)
 		b.ReportAllocs()

@@ -96,7 +96,7 @@ func (u unprivileged) OpenFile(root string, rel pathpolicy.RelPath, class contai
 	return f, err
 }
 
-func (u unprivileged) Walk(ctx context.Context, root string, class containment.Class, visit func(string, ports.File) error) (err error) {
+func (u unprivileged) Walk(ctx context.Context, root string, class containment.Class, visit ports.Visitor) (err error) {
 	mustWithoutDAC(func() { err = u.fs.Walk(ctx, root, class, visit) })
 	return err
 }
@@ -193,7 +193,15 @@ func TestNoDescriptorLeaks(t *testing.T) {
 				}
 			}
 			for _, root := range []string{"out", "missing", "out/a.txt", "out/self"} {
-				_ = fx.FS.Walk(context.Background(), root, class, func(string, ports.File) error { return nil })
+				for _, known := range []bool{false, true} {
+					_ = fx.FS.Walk(context.Background(), root, class, ports.Visitor{
+						Known: func(_ []byte, stat func() (ports.FileStat, bool)) bool {
+							_, ok := stat()
+							return ok && known
+						},
+						Visit: func(string, ports.File) error { return nil },
+					})
+				}
 			}
 		}
 		if after := count(); after != before {

@@ -27,10 +27,10 @@ func chain(depth int) (fixture.Layout, string) {
 // walk lists out/ of fs (following symlinks) as "path=content" lines.
 func walk(ctx context.Context, fs *fakeFS) ([]string, error) {
 	var got []string
-	err := Walk(ctx, fs.dir(fs.top), workdir, "out", true, fs.openLeaf, func(p string, f fakeFile) error {
+	err := Walk(ctx, fs.dir(fs.top), workdir, "out", true, fs.leaves(func(p string, f fakeFile) error {
 		got = append(got, p+"="+f.content)
 		return nil
-	})
+	}))
 	return got, err
 }
 
@@ -181,11 +181,11 @@ func TestWalkStopsWhenItsContextEnds(t *testing.T) {
 	fs := newFake(t, fixture.Layout{"out/a": "A", "out/b": "B", "out/d/c": "C"})
 	ctx, cancel := context.WithCancel(context.Background())
 	var got []string
-	err := Walk(ctx, fs.dir(fs.top), workdir, "out", true, fs.openLeaf, func(p string, _ fakeFile) error {
+	err := Walk(ctx, fs.dir(fs.top), workdir, "out", true, fs.leaves(func(p string, _ fakeFile) error {
 		got = append(got, p)
 		cancel()
 		return nil
-	})
+	}))
 	if r, ok := refusal.As(err); !ok || r.Code != refusal.IOError || !strings.Contains(r.Message, "abandoned") || r.Cause() != context.Canceled {
 		t.Fatalf("Walk = %v, want the io_error of an abandoned listing, caused by the cancellation", err)
 	}

@@ -21,6 +21,8 @@ type fakeFS struct {
 	maxOpen int // the most directories open at once
 	// lookups counts the lookups of each node; a symlink's text is read by each.
 	lookups map[*fakeNode]int
+	stats   int // leaves stated
+	opens   int // leaves opened
 }
 
 type fakeNode struct {
@@ -174,10 +176,49 @@ func (fs *fakeFS) openLeaf(r *Result) (fakeFile, error) {
 		return fakeFile{}, n.fail
 	case n.denied:
 		return fakeFile{}, denied()
-	case n != r.Node.ID && r.Node.ID != nil || n.kind != Regular:
+	case n.kind != Regular:
 		return fakeFile{}, errors.New("leaf changed")
+	case r.Node.ID != nil && n != r.Node.ID:
+		return fakeFile{}, Replaced()
 	}
+	fs.opens++
 	return fakeFile{content: n.content, path: strings.Join(r.Path, "/")}, nil
+}
+
+// statLeaf states the leaf a resolution ended on as an adapter's Leaves.Stat does: without
+// opening it (a denied file is stated), refusing anything but a regular file and a node other
+// than the one resolved. It counts the stats.
+func (fs *fakeFS) statLeaf(r *Result) (*fakeNode, error) {
+	parent := r.Parent.(*fakeDir)
+	if parent.closed {
+		panic("leaf stated through a closed directory")
+	}
+	fs.stats++
+	n := parent.n.children[r.Name]
+	switch {
+	case n == nil:
+		return nil, refusal.New(refusal.NotFound)
+	case n.fail != nil:
+		return nil, n.fail
+	case n.kind != Regular:
+		return nil, refusal.New(refusal.NotARegularFile)
+	case r.Node.ID != nil && n != r.Node.ID:
+		return nil, Replaced()
+	}
+	return n, nil
+}
+
+// leaves states, opens and visits every file: a Known that states every file and knows none.
+func (fs *fakeFS) leaves(visit func(string, fakeFile) error) Leaves[*fakeNode, fakeFile] {
+	return Leaves[*fakeNode, fakeFile]{
+		Stat: fs.statLeaf,
+		Known: func(_ []byte, stat func() (*fakeNode, bool)) bool {
+			stat()
+			return false
+		},
+		Open:  fs.openLeaf,
+		Visit: visit,
+	}
 }
 
 const workdir = "/srv/wd"
@@ -406,10 +447,10 @@ func TestWalkListing(t *testing.T) {
 			t.Run(c.rule+"/"+class, func(t *testing.T) {
 				fs := newFake(t, c.layout)
 				var got []string
-				err := Walk(context.Background(), fs.dir(fs.top), workdir, "out", follow, fs.openLeaf, func(p string, f fakeFile) error {
+				err := Walk(context.Background(), fs.dir(fs.top), workdir, "out", follow, fs.leaves(func(p string, f fakeFile) error {
 					got = append(got, p+"="+f.content)
 					return nil
-				})
+				}))
 				if fs.open != 1 {
 					t.Errorf("%d directories left open", fs.open-1)
 				}
@@ -434,13 +475,13 @@ func TestWalkStopsAtVisitError(t *testing.T) {
 	fs := newFake(t, fixture.Layout{"out/a": "A", "out/d/b": "B", "out/d/c": "C"})
 	stop := errors.New("stop")
 	var seen []string
-	err := Walk(context.Background(), fs.dir(fs.top), workdir, "out", true, fs.openLeaf, func(p string, _ fakeFile) error {
+	err := Walk(context.Background(), fs.dir(fs.top), workdir, "out", true, fs.leaves(func(p string, _ fakeFile) error {
 		seen = append(seen, p)
 		if p == "d/b" {
 			return stop
 		}
 		return nil
-	})
+	}))
 	if err != stop {
 		t.Fatalf("err = %v, want the visit error as is", err)
 	}
@@ -449,6 +490,80 @@ func TestWalkStopsAtVisitError(t *testing.T) {
 	}
 	if fs.open != 1 {
 		t.Errorf("%d directories left open", fs.open-1)
+	}
+}
+
+// TestWalkAsksKnownBeforeOpening pins Leaves: each listable file is stated, then offered to
+// Known, and opened and visited only when Known does not know it; a failed stat is judged as
+// a failed open is.
+func TestWalkAsksKnownBeforeOpening(t *testing.T) {
+	layout := fixture.Layout{"out/a": "A", "out/b": "B", "out/l -> a": "", "out/locked !": "L", "out/p|": "", "out/d/c": "C"}
+	cases := []struct {
+		rule    string
+		known   func(fs *fakeFS, path string) bool // nil: Leaves.Known is nil
+		fail    map[string]error                   // what stating (and opening) a node fails with
+		asked   []string
+		visited []string
+		opens   int
+		code    refusal.Code
+	}{
+		{rule: "a file Known knows is neither opened nor visited, an unreadable one included",
+			known: func(*fakeFS, string) bool { return true }, asked: []string{"a", "b", "d/c", "l", "locked"}},
+		{rule: "a file Known does not know is opened and visited; one that cannot be opened is left out",
+			known: func(*fakeFS, string) bool { return false }, asked: []string{"a", "b", "d/c", "l", "locked"},
+			visited: []string{"a=A", "b=B", "d/c=C", "l=A"}, opens: 4},
+		{rule: "without Known nothing is stated and every file is opened",
+			visited: []string{"a=A", "b=B", "d/c=C", "l=A"}, opens: 4},
+		{rule: "a file whose stat says it vanished is left out, unasked",
+			known: func(*fakeFS, string) bool { return false }, fail: map[string]error{"out/b": refusal.New(refusal.NotFound)},
+			asked: []string{"a", "d/c", "l", "locked"}, visited: []string{"a=A", "d/c=C", "l=A"}, opens: 3},
+		{rule: "a file whose stat fails otherwise ends the walk with io_error",
+			known: func(*fakeFS, string) bool { return false }, fail: map[string]error{"out/b": shortage},
+			asked: []string{"a"}, visited: []string{"a=A"}, opens: 1, code: refusal.IOError},
+		{rule: "a linked file replaced between its stat and its open is resolved and asked about again",
+			known: func(fs *fakeFS, path string) bool {
+				if path == "l" && fs.stats == 4 { // l's first stat: a, b and d/c came before
+					fs.node(t, "out").children["a"] = &fakeNode{kind: Regular, content: "A2"}
+				}
+				return false
+			},
+			asked: []string{"a", "b", "d/c", "l", "l", "locked"}, visited: []string{"a=A", "b=B", "d/c=C", "l=A2"}, opens: 4},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			fs := newFake(t, layout)
+			for p, err := range c.fail {
+				fs.node(t, p).fail = err
+			}
+			var asked, visited []string
+			leaves := fs.leaves(func(p string, f fakeFile) error {
+				visited = append(visited, p+"="+f.content)
+				return nil
+			})
+			leaves.Known = nil
+			if c.known != nil {
+				leaves.Known = func(p []byte, stat func() (*fakeNode, bool)) bool {
+					if _, ok := stat(); !ok {
+						return false
+					}
+					asked = append(asked, string(p))
+					return c.known(fs, string(p))
+				}
+			}
+			err := Walk(context.Background(), fs.dir(fs.top), workdir, "out", true, leaves)
+			if c.code != "" && !refusal.Is(err, c.code) || c.code == "" && err != nil {
+				t.Fatalf("Walk = %v, want %q", err, c.code)
+			}
+			if !slices.Equal(asked, c.asked) || !slices.Equal(visited, c.visited) || fs.opens != c.opens {
+				t.Errorf("asked %q, visited %q, %d opens; want %q, %q, %d", asked, visited, fs.opens, c.asked, c.visited, c.opens)
+			}
+			if c.known == nil && fs.stats != 0 {
+				t.Errorf("%d files stated without Known", fs.stats)
+			}
+			if fs.open != 1 {
+				t.Errorf("%d directories left open", fs.open-1)
+			}
+		})
 	}
 }
 

@@ -40,20 +40,44 @@ func abandoned(cause error) error {
 	return refusal.WithMessage(refusal.IOError, "The listing was abandoned: its request ended before the walk was complete.").Wrapping(cause)
 }
 
+// Leaves is what Walk does with each listable regular file it meets: it asks Known about
+// the file, which may Stat it, and then, unless Known knew the file, Opens and Visits it.
+// Each callback is handed a Result that names the file through its parent directory (as for
+// Open), valid only during the call.
+type Leaves[S any, F io.Closer] struct {
+	// Stat reads what the file is without opening it: through r.Parent by r.Name, never
+	// following a symlink. A name that is no longer a regular file is not_a_regular_file, and,
+	// when r.Node.ID is set, a file other than that node is Replaced.
+	Stat func(r *Result) (S, error)
+	// Known, when set, is asked with the reported path, valid only during the call (a caller
+	// that keeps it copies it), and stat, which Stats the file when Known calls it and reports
+	// false when that failed. True means the caller lists the file from that alone: it is
+	// neither opened nor visited. A failed stat is judged as a failed open is, whatever Known
+	// answers. When Known is nil every file is opened. Known may be asked again about the same
+	// path when the file was replaced between its stat and its open (RetryReplaced).
+	Known func(path []byte, stat func() (S, bool)) bool
+	// Open opens the file, as the open callback of Open does.
+	Open func(r *Result) (F, error)
+	// Visit is handed the opened file under its reported path; the file is closed after it
+	// returns.
+	Visit func(path string, f F) error
+}
+
 // Walk lists the export root declared beneath workdir (docs/http-api.md, "The listing"): it
 // resolves the root as Open does, then visits every listable regular file beneath it, depth
 // first, in bytewise order of the reported path.
 //
 // The reported path is relative to the root, "/"-separated, with every byte that is not part
 // of valid UTF-8 replaced by U+FFFD; the order is the order of those reported bytes. Each
-// listable file is handed to open (its Result names it through its parent directory, as for
-// Open) and, if open succeeds, to visit, after which the file is closed.
+// listable file is handed to leaves (see Leaves): offered to Known, and otherwise opened and
+// visited.
 //
 // Silently left out are FIFOs, sockets, devices, every symlink when follow is false, and,
 // when follow is true, symlinks that do not resolve to a regular file beneath the root by the
 // class rule; a symlink that does is visited under its own path, and a symlink is never
-// descended. A file or directory that vanished (not_found) or that permission is denied on is
-// left out too. Any other failure (a descriptor shortage, an I/O error) ends the walk with
+// descended. A file or directory that vanished (not_found), that is no longer a regular file
+// (not_a_regular_file) or that permission is denied on is left out too, whether Stat or Open
+// found it so. Any other failure (a descriptor shortage, an I/O error) ends the walk with
 // io_error: a listing is never silently shorter than the tree.
 //
 // The walk holds one directory per level and reads each directory once. It refuses, with
@@ -63,8 +87,8 @@ func abandoned(cause error) error {
 //
 // A root that does not exist or is not a directory is visited as empty. A root that loops is
 // symlink_refused, one that leaves the workdir outside_root, and a root that cannot be read
-// io_error. An error returned by visit stops the walk and is returned as is.
-func Walk[F io.Closer](ctx context.Context, workdir Dir, workdirPath, declared string, follow bool, open func(*Result) (F, error), visit func(path string, f F) error) error {
+// io_error. An error returned by Visit stops the walk and is returned as is.
+func Walk[S any, F io.Closer](ctx context.Context, workdir Dir, workdirPath, declared string, follow bool, leaves Leaves[S, F]) error {
 	rt, rootPath, err := root(workdir, workdirPath, declared)
 	if refusal.Is(err, refusal.NotFound) {
 		return nil
@@ -77,7 +101,8 @@ func Walk[F io.Closer](ctx context.Context, workdir Dir, workdirPath, declared s
 	if err != nil {
 		return refusal.From(err)
 	}
-	w := walker[F]{ctx: ctx, rule: beneathRoot(rootPath, follow), open: open, visit: visit, stack: []frame{{dir: rt.Node.Dir}}}
+	w := &walker[S, F]{ctx: ctx, rule: beneathRoot(rootPath, follow), leaves: leaves, stack: []frame{{dir: rt.Node.Dir}}, names: make([]string, 0, 1)}
+	w.statLeaf = w.stat
 	if follow {
 		w.memo = linkMemo{}
 	}
@@ -89,39 +114,48 @@ func Walk[F io.Closer](ctx context.Context, workdir Dir, workdirPath, declared s
 
 // walker is the state of one Walk. Its memory is linear in the depth: one frame, one name and
 // one directory's sorted entries per level, and the reported path built in one buffer.
-type walker[F io.Closer] struct {
-	ctx   context.Context
-	rule  rule
-	open  func(*Result) (F, error)
-	visit func(string, F) error
+type walker[S any, F io.Closer] struct {
+	ctx    context.Context
+	rule   rule
+	leaves Leaves[S, F]
 	// stack holds the directories from the root (stack[0], which the walker does not own)
 	// down to the one being listed; names holds the same directories' names below the root.
 	stack []frame
 	names []string
+	// sorted holds, per level, the sorted entries of the directory listed at that level.
+	sorted [][]item
 	// path is the reported path of the directory being listed, each name followed by "/".
 	path    []byte
 	entries int
 	memo    linkMemo
-	// leaf is the Result handed to open for a regular file: valid only during that call, so
-	// one serves every file.
+	// leaf is the Result handed to the leaves for a regular file in a directory the walk
+	// holds: valid only during those calls, so one serves every file.
 	leaf Result
+	// statLeaf is stat, the one function handed to every Known call; stated is the file it
+	// states, statErr what its latest call failed with.
+	statLeaf func() (S, bool)
+	stated   *Result
+	statErr  error
 }
 
 // count adds the entries of one directory to the walk's total.
-func (w *walker[F]) count(entries []Entry) error {
+func (w *walker[S, F]) count(entries []Entry) error {
 	if w.entries += len(entries); w.entries > MaxEntries {
 		return tooMany
 	}
 	return nil
 }
 
+// item is the key a directory entry is sorted by, and where the entry is. It is kept small,
+// for sorting moves it about: a listing sorts every directory it reads.
+type item struct {
+	key string // the reported name, plus "/" for a directory
+	at  int    // the entry's index in the directory's entries
+}
+
 // dir visits the entries of d, the directory on top of the stack.
-func (w *walker[F]) dir(d Dir, entries []Entry) error {
-	type item struct {
-		key string // the reported name, plus "/" for a directory
-		Entry
-	}
-	items := make([]item, len(entries))
+func (w *walker[S, F]) dir(d Dir, entries []Entry) error {
+	items := w.items(len(entries))
 	for i, e := range entries {
 		key := lossy(e.Name)
 		if e.Kind == Directory {
@@ -130,7 +164,7 @@ func (w *walker[F]) dir(d Dir, entries []Entry) error {
 			// siblings: "a.txt" before "a/x", because '.' sorts before '/'.
 			key += "/"
 		}
-		items[i] = item{key: key, Entry: e}
+		items[i] = item{key: key, at: i}
 	}
 	// Two names can report the same key (invalid UTF-8 replaced alike); their raw bytes then
 	// decide, so the order never depends on the directory's.
@@ -138,24 +172,25 @@ func (w *walker[F]) dir(d Dir, entries []Entry) error {
 		if c := strings.Compare(a.key, b.key); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Name, b.Name)
+		return strings.Compare(entries[a.at].Name, entries[b.at].Name)
 	})
 
 	for _, it := range items {
 		if err := w.ctx.Err(); err != nil {
 			return abandoned(err)
 		}
+		e := entries[it.at]
 		mark := len(w.path)
 		w.path = append(w.path, it.key...)
 		var err error
-		switch it.Kind {
+		switch e.Kind {
 		case Directory:
-			err = w.subdir(d, it.Name)
+			err = w.subdir(d, e.Name)
 		case Regular:
-			err = w.file(d, it.Name)
+			err = w.file(d, e.Name)
 		case Symlink:
 			if w.rule.follow {
-				err = w.link(it.Name)
+				err = w.link(e.Name)
 			}
 		}
 		w.path = w.path[:mark]
@@ -166,8 +201,20 @@ func (w *walker[F]) dir(d Dir, entries []Entry) error {
 	return nil
 }
 
+// items returns room for the n sorted entries of the directory on top of the stack: the
+// room its level had for the previous directory at that level, grown if need be, so that a
+// walk allocates it once per level rather than once per directory.
+func (w *walker[S, F]) items(n int) []item {
+	level := len(w.stack) - 1
+	if level == len(w.sorted) {
+		w.sorted = append(w.sorted, nil)
+	}
+	w.sorted[level] = slices.Grow(w.sorted[level][:0], n)[:n]
+	return w.sorted[level]
+}
+
 // subdir descends into the directory name of d.
-func (w *walker[F]) subdir(d Dir, name string) error {
+func (w *walker[S, F]) subdir(d Dir, name string) error {
 	if len(w.stack) > MaxDepth {
 		return tooDeep
 	}
@@ -184,41 +231,74 @@ func (w *walker[F]) subdir(d Dir, name string) error {
 		return err
 	}
 	w.stack = append(w.stack, frame{dir: child, name: name})
-	w.names = append(w.names, name)
+	// One spare slot, so that the Path of each file's Result is built without allocating.
+	w.names = slices.Grow(append(w.names, name), 1)
 	err = w.dir(child, entries)
 	w.stack = w.stack[:len(w.stack)-1]
 	w.names = w.names[:len(w.names)-1]
 	return err
 }
 
-// file opens and visits the regular file name of d.
-func (w *walker[F]) file(d Dir, name string) error {
+// file lists the regular file name of d.
+func (w *walker[S, F]) file(d Dir, name string) error {
 	w.leaf = Result{Path: append(w.names, name), Parent: d, Name: name, Node: Node{Kind: Regular}}
-	return w.emit(w.open(&w.leaf))
+	f, known, err := w.take(&w.leaf)
+	return w.emit(f, known, err)
 }
 
 // link resolves the symlink name in the directory on top of the stack by the class rule,
-// starting from the directories the walk holds, and visits the regular file it leads to.
-func (w *walker[F]) link(name string) error {
-	return w.emit(RetryReplaced(func() (F, error) {
-		var zero F
+// starting from the directories the walk holds, and lists the regular file it leads to. A
+// file replaced between its resolution and its open is resolved again (RetryReplaced).
+func (w *walker[S, F]) link(name string) error {
+	var known bool
+	f, err := RetryReplaced(func() (f F, err error) {
 		r, err := regular(resolveLink(w.stack, w.rule, w.memo, name))
 		if err != nil {
-			return zero, err
+			return f, err
 		}
 		defer r.close()
-		return w.open(r)
-	}))
+		f, known, err = w.take(r)
+		return f, err
+	})
+	return w.emit(f, known, err)
 }
 
-// emit visits f, which an open gave, under the current path; an open leftOut forgives is not
-// visited.
-func (w *walker[F]) emit(f F, err error) error {
+// take asks Known about the file r names, listed under the current path, and opens it unless
+// Known knew it.
+func (w *walker[S, F]) take(r *Result) (f F, known bool, err error) {
+	if w.leaves.Known != nil {
+		w.stated, w.statErr = r, nil
+		known = w.leaves.Known(w.path, w.statLeaf)
+		w.stated = nil
+		if w.statErr != nil {
+			return f, false, w.statErr
+		}
+		if known {
+			return f, true, nil
+		}
+	}
+	f, err = w.leaves.Open(r)
+	return f, false, err
+}
+
+// stat states the file take is asking Known about, and keeps a failure for take to judge.
+func (w *walker[S, F]) stat() (S, bool) {
+	s, err := w.leaves.Stat(w.stated)
+	w.statErr = err
+	return s, err == nil
+}
+
+// emit visits f, which take opened, under the current path; a file Known knew, and one whose
+// stat or open failed in a way leftOut forgives, is not visited.
+func (w *walker[S, F]) emit(f F, known bool, err error) error {
 	if err != nil {
 		return leftOut(err)
 	}
+	if known {
+		return nil
+	}
 	defer f.Close()
-	return w.visit(string(w.path), f)
+	return w.leaves.Visit(string(w.path), f)
 }
 
 // leftOut returns nil for a failure the listing silently leaves its entry out for: a name

@@ -65,6 +65,7 @@ func RunExportFS(t *testing.T, build Builder) {
 	t.Run("Walk", func(t *testing.T) { runWalk(t, build) })
 	t.Run("Changes", func(t *testing.T) { runChanges(t, build) })
 	t.Run("Stat", func(t *testing.T) { runStat(t, build) })
+	t.Run("Known", func(t *testing.T) { runKnown(t, build) })
 }
 
 // want is one expected answer: a refusal code, or a served file's content and canonical path.
@@ -368,33 +369,47 @@ func runWalk(t *testing.T, build Builder) {
 	}
 }
 
-// list walks root and describes every visited file as walkCase.want does.
+// list walks root and describes every visited file as walkCase.want does. Known states every
+// file and knows none, and every visited file must have been stated first, with the Stat it
+// was opened with: nothing in the suite's layouts changes during a walk.
 func list(t *testing.T, fs ports.ExportFS, root string, class containment.Class) ([]string, error) {
 	t.Helper()
 	got := []string{}
+	shown := map[string]ports.FileStat{}
 	var err error
 	within(t, func() {
-		err = fs.Walk(context.Background(), root, class, func(p string, f ports.File) error {
-			data, rerr := io.ReadAll(f)
-			if rerr != nil {
-				t.Errorf("reading %q: %v", p, rerr)
-			}
-			if strings.HasPrefix(string(data), secret) {
-				t.Errorf("listed bytes from outside the root under %q", p)
-				return errors.New("listed bytes from outside the root")
-			}
-			if f.Size() != int64(len(data)) {
-				t.Errorf("%q: Size() = %d, read %d bytes", p, f.Size(), len(data))
-			}
-			if !f.ModTime().Equal(fixture.MTime) {
-				t.Errorf("%q: ModTime() = %v, want %v", p, f.ModTime(), fixture.MTime)
-			}
-			entry := p
-			if f.Path() != p {
-				entry += "(" + f.Path() + ")"
-			}
-			got = append(got, entry+"="+string(data))
-			return nil
+		err = fs.Walk(context.Background(), root, class, ports.Visitor{
+			Known: func(p []byte, stat func() (ports.FileStat, bool)) bool {
+				if st, ok := stat(); ok {
+					shown[string(p)] = st
+				}
+				return false
+			},
+			Visit: func(p string, f ports.File) error {
+				data, rerr := io.ReadAll(f)
+				if rerr != nil {
+					t.Errorf("reading %q: %v", p, rerr)
+				}
+				if strings.HasPrefix(string(data), secret) {
+					t.Errorf("listed bytes from outside the root under %q", p)
+					return errors.New("listed bytes from outside the root")
+				}
+				if f.Size() != int64(len(data)) {
+					t.Errorf("%q: Size() = %d, read %d bytes", p, f.Size(), len(data))
+				}
+				if !f.ModTime().Equal(fixture.MTime) {
+					t.Errorf("%q: ModTime() = %v, want %v", p, f.ModTime(), fixture.MTime)
+				}
+				if st, ok := shown[p]; !ok || !sameStat(st, f.Stat()) {
+					t.Errorf("%q: visited with Stat %+v, but Known was shown %+v (asked: %v)", p, f.Stat(), st, ok)
+				}
+				entry := p
+				if f.Path() != p {
+					entry += "(" + f.Path() + ")"
+				}
+				got = append(got, entry+"="+string(data))
+				return nil
+			},
 		})
 	})
 	return got, err
@@ -441,13 +456,13 @@ func runChanges(t *testing.T, build Builder) {
 		fx := build(t, with(around, fixture.Layout{"out/a": "A", "out/b": "B", "out/c": "C"}))
 		stop := errors.New("stop")
 		var seen []string
-		err := fx.FS.Walk(context.Background(), "out", containment.Sealed, func(p string, _ ports.File) error {
+		err := fx.FS.Walk(context.Background(), "out", containment.Sealed, ports.Visitor{Visit: func(p string, _ ports.File) error {
 			seen = append(seen, p)
 			if p == "b" {
 				return stop
 			}
 			return nil
-		})
+		}})
 		if err != stop || !slices.Equal(seen, []string{"a", "b"}) {
 			t.Errorf("Walk = %v after visiting %q; want the visit error after a, b", err, seen)
 		}
@@ -455,10 +470,10 @@ func runChanges(t *testing.T, build Builder) {
 	t.Run("a file handed to visit is closed after visit returns", func(t *testing.T) {
 		fx := build(t, with(around, fixture.Layout{"out/a": "A"}))
 		var kept ports.File
-		err := fx.FS.Walk(context.Background(), "out", containment.Sealed, func(_ string, f ports.File) error {
+		err := fx.FS.Walk(context.Background(), "out", containment.Sealed, ports.Visitor{Visit: func(_ string, f ports.File) error {
 			kept = f
 			return nil
-		})
+		}})
 		if err != nil || kept == nil {
 			t.Fatalf("Walk = %v, visited %v", err, kept)
 		}
@@ -482,12 +497,12 @@ func runStat(t *testing.T, build Builder) {
 		fx := build(t, layout)
 		want := statOf(t, fx, a)
 		seen := []ports.FileStat{statOf(t, fx, a), statOf(t, fx, l)}
-		err := fx.FS.Walk(context.Background(), "out", containment.Sealed, func(p string, f ports.File) error {
+		err := fx.FS.Walk(context.Background(), "out", containment.Sealed, ports.Visitor{Visit: func(p string, f ports.File) error {
 			if p != "b.txt" {
 				seen = append(seen, f.Stat())
 			}
 			return nil
-		})
+		}})
 		if err != nil || len(seen) != 4 {
 			t.Fatalf("Walk = %v, saw %d files", err, len(seen))
 		}
@@ -518,21 +533,109 @@ func runStat(t *testing.T, build Builder) {
 		fx := build(t, layout)
 		ctx, cancel := context.WithCancel(context.Background())
 		visited := 0
-		err := fx.FS.Walk(ctx, "out", containment.Sealed, func(string, ports.File) error {
+		err := fx.FS.Walk(ctx, "out", containment.Sealed, ports.Visitor{Visit: func(string, ports.File) error {
 			visited++
 			cancel()
 			return nil
-		})
+		}})
 		if !refusal.Is(err, refusal.IOError) || visited != 1 {
 			t.Errorf("Walk = %v after %d visits, want io_error after the visit that ended its context", err, visited)
 		}
-		if err := fx.FS.Walk(ctx, "out", containment.Sealed, func(string, ports.File) error {
+		if err := fx.FS.Walk(ctx, "out", containment.Sealed, ports.Visitor{Visit: func(string, ports.File) error {
 			t.Error("a walk under an ended context visited a file")
 			return nil
-		}); !refusal.Is(err, refusal.IOError) {
+		}}); !refusal.Is(err, refusal.IOError) {
 			t.Errorf("Walk under an ended context = %v, want io_error", err)
 		}
 	})
+}
+
+// runKnown holds Walk to the rules of ports.Visitor.Known: a file is shown to Known, with
+// the Stat an open would give, before the walk opens it; a file Known knows is never opened;
+// a file Known does not know is opened, and described by what was opened.
+func runKnown(t *testing.T, build Builder) {
+	layout := with(around, fixture.Layout{
+		"out/a.txt": "A", "out/b.txt": "BB", "out/l -> a.txt": "", "out/locked.txt !": "L",
+		"out/pipe|": "", "out/dangling -> nowhere": "", "out/x -> ../secret.txt": "", "out/d/": "", "out/dl -> d": "",
+	})
+	for _, class := range classes {
+		t.Run("Known is asked before any open, about an unreadable file too, and about nothing left out/"+string(class), func(t *testing.T) {
+			t.Parallel()
+			fx := build(t, layout)
+			a, b := statOf(t, fx, mustParse(t, "a.txt")), statOf(t, fx, mustParse(t, "b.txt"))
+			want := map[string]ports.FileStat{"a.txt": a, "b.txt": b}
+			if class.FollowsSymlinks() {
+				want["l"] = a
+			}
+			shown := map[string]ports.FileStat{}
+			var err error
+			within(t, func() {
+				err = fx.FS.Walk(context.Background(), "out", class, ports.Visitor{
+					Known: func(p []byte, stat func() (ports.FileStat, bool)) bool {
+						st, ok := stat()
+						if !ok {
+							t.Errorf("%q could not be stated", p)
+						}
+						shown[string(p)] = st
+						return true
+					},
+					Visit: func(p string, _ ports.File) error {
+						t.Errorf("%q was known, yet opened and visited", p)
+						return nil
+					},
+				})
+			})
+			if err != nil {
+				t.Fatalf("Walk: %v", err)
+			}
+			// The unreadable file cannot be opened: that it is shown at all proves no open.
+			locked, ok := shown["locked.txt"]
+			if !ok || locked.Size != 1 || !locked.ModTime.Equal(fixture.MTime) {
+				t.Errorf("locked.txt was shown as %+v (asked: %v), want its stat, taken without opening it", locked, ok)
+			}
+			delete(shown, "locked.txt")
+			if !maps.EqualFunc(shown, want, sameStat) {
+				t.Errorf("Known was shown %+v\nwant               %+v", shown, want)
+			}
+		})
+	}
+	for _, p := range []string{"a.txt", "l"} {
+		t.Run("a file changed between Known and its open is visited as opened: "+p, func(t *testing.T) {
+			fx := build(t, layout)
+			const changed = "changed, and longer"
+			var shown, opened []ports.FileStat
+			var got []string
+			err := fx.FS.Walk(context.Background(), "out", containment.Sealed, ports.Visitor{
+				Known: func(q []byte, stat func() (ports.FileStat, bool)) bool {
+					if string(q) == p {
+						st, _ := stat()
+						if len(shown) == 0 {
+							fx.Apply(fixture.Layout{"out/a.txt": changed})
+						}
+						shown = append(shown, st)
+					}
+					return false
+				},
+				Visit: func(q string, f ports.File) error {
+					if q == p {
+						data, err := io.ReadAll(f)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got = append(got, string(data))
+						opened = append(opened, f.Stat())
+					}
+					return nil
+				},
+			})
+			if err != nil || !slices.Equal(got, []string{changed}) {
+				t.Fatalf("Walk = %v, visited %s with %q; want it visited once with the bytes it holds since", err, p, got)
+			}
+			if shown[0].Size != 1 || opened[0].Size != int64(len(changed)) {
+				t.Errorf("Known was shown size %d, the opened file says %d; want the size before, then the size after", shown[0].Size, opened[0].Size)
+			}
+		})
+	}
 }
 
 // statOf opens rel beneath out/ under sealed and returns its Stat.

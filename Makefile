@@ -54,5 +54,9 @@ bench: ## Run the Go benchmarks.
 load: build ## Load-test the real binary (see scripts/load.sh).
 	scripts/load.sh
 
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 30s), one at a time (see scripts/fuzz.sh).
+	GO=$(GO) scripts/fuzz.sh
+
 clean: ## Remove build output.
 	rm -rf bin

@@ -29,7 +29,7 @@ func FuzzManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		doc, err := parseYAML(data)
 		if err != nil {
-			if msg := err.Error(); msg == "" || strings.HasPrefix(msg, "yaml: ") {
+			if msg := err.Error(); msg == "" || msg != strings.TrimSpace(msg) || strings.HasPrefix(msg, "yaml:") {
 				t.Fatalf("YAML error %q: want a message without the library's prefix", msg)
 			}
 			return

@@ -55,7 +55,6 @@ wire-check: ## Fail when wire_gen.go is not what wire generates.
 bench: ## Run the Go benchmarks.
 	$(GO) test -run '^$$' -bench . -benchmem $(PKG)
 
-.PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s), one at a time (see scripts/fuzz.sh).
 	GO=$(GO) scripts/fuzz.sh
 

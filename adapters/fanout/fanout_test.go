@@ -79,6 +79,12 @@ func (d *drops) of(sink string) int {
 	return d.n[sink]
 }
 
+// failures returns an OnFailure that queues each error it is told, and the queue.
+func failures() (func(string, error), chan error) {
+	reported := make(chan error, 100)
+	return func(_ string, err error) { reported <- err }, reported
+}
+
 func read(path string) trace.ResourceRead { return trace.ResourceRead{Path: path} }
 
 func config() Config { return Config{Clock: clock.NewManual(recordedAt)} }
@@ -178,14 +184,9 @@ func TestTraceJSONLKeepsBeingWrittenWhileAnotherSinkBlocks(t *testing.T) {
 
 func TestASinkThatPanicsLosesThatEventOnly(t *testing.T) {
 	p, broken, healthy := &primary{}, &panicking{}, &memtrace.Recorder{}
-	var mu sync.Mutex
-	var failures []error
 	cfg := config()
-	cfg.OnFailure = func(sink string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		failures = append(failures, err)
-	}
+	onFailure, reported := failures()
+	cfg.OnFailure = onFailure
 	s := New(p, cfg, Extra{Name: "broken", Sink: broken}, Extra{Name: "healthy", Sink: healthy})
 	s.Record(read("ok.txt"))
 	s.Record(trace.ResourceRead{Path: "refused.txt", Err: refusal.New(refusal.NotFound)})
@@ -201,8 +202,11 @@ func TestASinkThatPanicsLosesThatEventOnly(t *testing.T) {
 	if got := strings.Join(paths(broken.Events()), ","); got != "ok.txt,after.txt" {
 		t.Errorf("the broken sink got %q, want the events around the one it panicked on", got)
 	}
-	if len(failures) != 1 || !strings.Contains(failures[0].Error(), "broken") || !strings.Contains(failures[0].Error(), "resource_read") {
-		t.Errorf("failures %v, want one naming the sink and the event type", failures)
+	if n := len(reported); n != 1 {
+		t.Fatalf("%d failures reported, want 1", n)
+	}
+	if err := <-reported; !strings.Contains(err.Error(), "broken") || !strings.Contains(err.Error(), "resource_read") {
+		t.Errorf("failure %v, want one naming the sink and the event type", err)
 	}
 }
 
@@ -423,14 +427,9 @@ type flushPanics struct{ memtrace.Recorder }
 func (*flushPanics) Flush() { panic("a flush bug") }
 
 func TestAFlushThatPanicsIsReportedAndTheSinkGoesOn(t *testing.T) {
-	var mu sync.Mutex
-	var failures []error
 	cfg := config()
-	cfg.OnFailure = func(_ string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		failures = append(failures, err)
-	}
+	onFailure, reported := failures()
+	cfg.OnFailure = onFailure
 	sink := &flushPanics{}
 	s := New(&primary{}, cfg, Extra{Name: "flaky", Sink: sink, Batch: 1, Delay: time.Hour})
 	s.Record(read("a.txt"))
@@ -439,9 +438,10 @@ func TestAFlushThatPanicsIsReportedAndTheSinkGoesOn(t *testing.T) {
 	if got := len(sink.Events()); got != 2 {
 		t.Errorf("the sink got %d events, want both", got)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(failures) == 0 || !strings.Contains(failures[0].Error(), "flaky") || !strings.Contains(failures[0].Error(), "flushing") {
-		t.Errorf("failures %v, want ones naming the sink and the flush", failures)
+	if len(reported) == 0 {
+		t.Fatal("no failure reported for a flush that panicked")
+	}
+	if err := <-reported; !strings.Contains(err.Error(), "flaky") || !strings.Contains(err.Error(), "flushing") {
+		t.Errorf("failure %v, want one naming the sink and the flush", err)
 	}
 }

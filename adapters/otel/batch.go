@@ -19,13 +19,13 @@ const (
 	EnvExportTimeout      = "OTEL_BSP_EXPORT_TIMEOUT"
 )
 
-// DefaultBatching is what BatchingFrom gives when no variable is set: the SDK's schedule delay
-// and export timeout, and four times its batch and queue (2048 and 8192 rather than 512 and
-// 2048), because fewer, larger exports cost each read measurably less (docs/decisions.md,
-// "Spans are batched once, in the fan-out's queue").
+// DefaultBatching is what BatchingFrom gives when no variable is set: the SDK's own defaults,
+// those of the OpenTelemetry specification's batch span processor. Larger batches were
+// measured and cost no less (docs/decisions.md, "Spans are batched once, in the fan-out's
+// queue").
 var DefaultBatching = Batching{
-	QueueSize:     4 * sdktrace.DefaultMaxQueueSize,
-	BatchSize:     4 * sdktrace.DefaultMaxExportBatchSize,
+	QueueSize:     sdktrace.DefaultMaxQueueSize,
+	BatchSize:     sdktrace.DefaultMaxExportBatchSize,
 	Delay:         sdktrace.DefaultScheduleDelay * time.Millisecond,
 	ExportTimeout: sdktrace.DefaultExportTimeout * time.Millisecond,
 }
@@ -80,8 +80,8 @@ func BatchingFrom(getenv func(string) string, onError func(error)) Batching {
 // ends until ForceFlush, which the Sink's Flush calls on the fan-out's goroutine at the end of
 // each batch, hands them to the exporter BatchSize at a time on that same goroutine. It is the
 // SDK's batch span processor less its queue and its goroutine: the fan-out's queue already
-// batches the events, and one queue costs a read less than two in series (docs/decisions.md,
-// "Spans are batched once, in the fan-out's queue").
+// batches the events, and one queue with one goroutine costs each read less than two in series
+// (docs/decisions.md, "Spans are batched once, in the fan-out's queue").
 type batcher struct {
 	exporter sdktrace.SpanExporter
 	batching Batching
@@ -90,8 +90,9 @@ type batcher struct {
 	onError   func(error)
 
 	exporting chan struct{} // holds a token while an export runs: one at a time
-	// flushing is the context of the exports Flush starts; Shutdown cancels it when its own
-	// context ends, so that an export still running then gives up and counts what it lost.
+	// flushing is the context of the exports flush starts; Shutdown cancels it as it returns,
+	// so that an export still running then (Shutdown's context ended first) gives up and
+	// counts what it lost.
 	flushing context.Context
 	cancel   context.CancelFunc
 

@@ -19,9 +19,9 @@
 //     UTF-8 (each invalid byte becomes U+FFFD), so one hostile path cannot make a batch
 //     unencodable.
 //   - Bounded: Batching, from the standard OTEL_BSP_* variables, is what the fan-out's queue
-//     for this sink must be built with: at most OTEL_BSP_MAX_QUEUE_SIZE events wait (8192 by
+//     for this sink must be built with: at most OTEL_BSP_MAX_QUEUE_SIZE events wait (2048 by
 //     default) — beyond that the fan-out drops and counts them — and a batch is flushed when
-//     OTEL_BSP_MAX_EXPORT_BATCH_SIZE events wait (2048) or OTEL_BSP_SCHEDULE_DELAY after the
+//     OTEL_BSP_MAX_EXPORT_BATCH_SIZE events wait (512) or OTEL_BSP_SCHEDULE_DELAY after the
 //     first of them (5 s). Each export request carries at most OTEL_BSP_MAX_EXPORT_BATCH_SIZE
 //     spans and is bounded by OTEL_BSP_EXPORT_TIMEOUT (30 s). Spans the exporter fails to
 //     deliver, and spans still unsent when Shutdown gives up, are reported to

@@ -62,7 +62,8 @@ type Extra struct {
 	// Batch, when above zero, lets the queue's goroutine sleep until Batch events wait or Delay
 	// has passed since the first of them, so that a busy plane costs one wake-up per batch
 	// rather than per event. Zero wakes it for every event (several are taken at once when they
-	// have piled up meanwhile). A Delay of zero hands a batch over as soon as it is seen.
+	// have piled up meanwhile). A Batch above the queue's size is the queue's size. A Delay of
+	// zero hands a batch over as soon as it is seen.
 	Batch int
 	Delay time.Duration
 }
@@ -122,6 +123,7 @@ func New(primary Primary, cfg Config, extras ...Extra) *Sink {
 		if extra.QueueSize > 0 {
 			q.limit = extra.QueueSize
 		}
+		q.Batch = min(q.Batch, q.limit) // a full queue is a full batch
 		go q.run()
 		s.queues = append(s.queues, q)
 	}

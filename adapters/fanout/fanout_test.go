@@ -362,6 +362,7 @@ func TestABatchedSinkGetsItsEventsInBatchesEachEndedByAFlush(t *testing.T) {
 		{"a full batch is handed over at once, long before its delay", 3, time.Hour, 3, false, []int{3}},
 		{"a batch that is not full is handed over when its delay has passed", 100, 20 * time.Millisecond, 2, false, []int{2}},
 		{"close hands over a batch that is neither full nor due", 100, time.Hour, 2, true, []int{2}},
+		{"a batch larger than the queue is full when the queue is", 10_000, time.Hour, DefaultQueueSize, false, []int{DefaultQueueSize}},
 		{"without a batch, a flush ends each wake-up", 0, 0, 1, false, []int{1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

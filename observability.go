@@ -31,10 +31,12 @@ const (
 )
 
 const (
-	// sinkDrainWait bounds how long shutdown waits for the other sinks to take what is queued.
-	sinkDrainWait = 2 * time.Second
-	// spanFlushWait bounds how long shutdown waits for the last spans to be exported.
-	spanFlushWait = 5 * time.Second
+	// sinkDrainWait bounds how long shutdown waits for the other sinks to take what is queued:
+	// for the spans, to make them and export them.
+	sinkDrainWait = 5 * time.Second
+	// spanFlushWait bounds how long shutdown then waits for the span exporter to send what the
+	// drain left and to stop.
+	spanFlushWait = 2 * time.Second
 	// metricsMaxConns caps the metrics listener's open connections: a scraper, the probes and
 	// an operator's curl need few.
 	metricsMaxConns = 16
@@ -59,7 +61,8 @@ func provideMetrics(o Observability, b budgets) *prometheus.Metrics {
 }
 
 // provideSpans builds the span exporter when an OTLP endpoint is configured; it returns nil
-// otherwise. The cleanup exports the spans still queued, for at most spanFlushWait.
+// otherwise. The cleanup, which runs after the fan-out's has drained the queue into it,
+// exports what is left, for at most spanFlushWait.
 func provideSpans(o Observability, id Identity, clk *clock.System, metrics *prometheus.Metrics, logger zerolog.Logger) (*otel.Sink, func(), error) {
 	if o.OTelEndpoint == "" {
 		return nil, func() {}, nil
@@ -83,8 +86,8 @@ func provideSpans(o Observability, id Identity, clk *clock.System, metrics *prom
 }
 
 // provideTraceFanout puts trace.jsonl first and hands every event on to the metrics (inline)
-// and the span exporter (through a queue), whichever are on. The cleanup waits up to sinkDrainWait for them to catch up
-// and logs how many events they lost.
+// and the span exporter (through a queue), whichever are on. The cleanup waits up to
+// sinkDrainWait for them to catch up and logs how many events they lost.
 func provideTraceFanout(file *jsonl.File, id Identity, clk *clock.System, metrics *prometheus.Metrics, spans *otel.Sink,
 	logger zerolog.Logger) (*fanout.Sink, func()) {
 	var extras []fanout.Extra
@@ -93,7 +96,10 @@ func provideTraceFanout(file *jsonl.File, id Identity, clk *clock.System, metric
 		extras = append(extras, fanout.Extra{Name: sinkPrometheus, Sink: metrics, Inline: true})
 	}
 	if spans != nil {
-		extras = append(extras, fanout.Extra{Name: sinkOTel, Sink: spans})
+		// The spans' one queue, shaped by the OTEL_BSP_* variables: its goroutine is woken
+		// once per batch, and the end of a batch (fanout.Flusher) is an export.
+		b := spans.Batching()
+		extras = append(extras, fanout.Extra{Name: sinkOTel, Sink: spans, QueueSize: b.QueueSize, Batch: b.BatchSize, Delay: b.Delay})
 	}
 	var dropped atomic.Int64
 	sink := fanout.New(file, fanout.Config{

@@ -14,6 +14,10 @@
 //     must never block (Extra.Inline).
 //   - Each other sink receives its events in the order they were recorded, a queued sink on one
 //     goroutine of its own, each event as a trace.Stamped carrying the moment it was recorded.
+//   - A queued sink with a Batch is woken once per batch, not once per event: when Batch events
+//     wait, when Delay has passed since the first of them, or when the fan-out closes; its
+//     goroutine then hands over every event that waits and, if the sink is a Flusher, calls
+//     Flush once.
 //   - A sink that panics loses that one event (reported to Config.OnFailure) and keeps receiving
 //     the next ones; the process goes on.
 //   - With no queued sink there is no queue and no goroutine; with no other sink at all, Record
@@ -21,8 +25,8 @@
 //
 // Non-guarantees:
 //
-//   - Another sink may lag behind the primary, and loses whatever is still queued when Close
-//     gives up waiting. Only the primary is the record.
+//   - Another sink may lag behind the primary — a batched sink by up to its Delay — and loses
+//     whatever is still queued when Close gives up waiting. Only the primary is the record.
 //   - Events recorded after Close reach the primary and the inline sinks only.
 package fanout
 
@@ -30,6 +34,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/resplane/resplane/domain/trace"
 	"github.com/resplane/resplane/ports"
@@ -52,6 +57,22 @@ type Extra struct {
 	// whose Record never blocks and costs no more than queueing would, such as counters in
 	// memory. Any other sink gets a queue and a goroutine of its own.
 	Inline bool
+	// QueueSize bounds this sink's queue; zero or less means Config.QueueSize.
+	QueueSize int
+	// Batch, when above zero, lets the queue's goroutine sleep until Batch events wait or Delay
+	// has passed since the first of them, so that a busy plane costs one wake-up per batch
+	// rather than per event. Zero wakes it for every event (several are taken at once when they
+	// have piled up meanwhile). A Batch above the queue's size is the queue's size. A Delay of
+	// zero hands a batch over as soon as it is seen.
+	Batch int
+	Delay time.Duration
+}
+
+// Flusher is a queued sink that wants to know where a batch ends: its Flush is called on the
+// sink's goroutine after each batch has been handed over, such as to send what Record gathered
+// in one request. A Flush that panics is reported to Config.OnFailure.
+type Flusher interface {
+	Flush()
 }
 
 // DefaultQueueSize is how many events wait for one queued sink before further events are
@@ -99,6 +120,10 @@ func New(primary Primary, cfg Config, extras ...Extra) *Sink {
 			continue
 		}
 		q := &queue{Extra: extra, limit: size, wake: make(chan struct{}, 1), done: make(chan struct{}), onFailure: cfg.OnFailure}
+		if extra.QueueSize > 0 {
+			q.limit = extra.QueueSize
+		}
+		q.Batch = min(q.Batch, q.limit) // a full queue is a full batch
 		go q.run()
 		s.queues = append(s.queues, q)
 	}
@@ -164,16 +189,38 @@ func (s *Sink) Close(ctx context.Context) []string {
 // deliver hands e to extra's sink, turning a panic into a reported failure.
 func deliver(extra Extra, e trace.Stamped, onFailure func(string, error)) {
 	defer func() {
-		if r := recover(); r != nil && onFailure != nil {
-			onFailure(extra.Name, fmt.Errorf("the %s sink panicked on a %s event: %v", extra.Name, e.Type(), r))
+		if r := recover(); r != nil {
+			report(onFailure, extra.Name, "on a "+e.Type()+" event", r)
 		}
 	}()
 	extra.Sink.Record(e)
 }
 
+// flush ends a batch for a sink that is a Flusher, turning a panic into a reported failure.
+func flush(extra Extra, onFailure func(string, error)) {
+	f, ok := extra.Sink.(Flusher)
+	if !ok {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			report(onFailure, extra.Name, "flushing a batch", r)
+		}
+	}()
+	f.Flush()
+}
+
+// report tells onFailure that sink panicked with r while doing what.
+func report(onFailure func(string, error), sink, doing string, r any) {
+	if onFailure != nil {
+		onFailure(sink, fmt.Errorf("the %s sink panicked %s: %v", sink, doing, r))
+	}
+}
+
 // queue feeds one sink from its own goroutine. Events wait in pending, at most limit of them;
-// the goroutine takes all that wait at once, so a busy plane costs one wake-up per batch, not
-// one per event.
+// the goroutine takes all that wait at once. Without a Batch it is woken for every event that
+// finds it asleep; with one, only by the first event of a batch (to start the Delay), by the
+// Batch-th, and by close.
 type queue struct {
 	Extra
 	limit     int
@@ -199,8 +246,11 @@ func (q *queue) put(e trace.Stamped) (dropped bool) {
 		return true
 	}
 	q.pending = append(q.pending, e)
+	n := len(q.pending)
 	q.mu.Unlock()
-	q.signal()
+	if q.Batch <= 0 || n == 1 || n == q.Batch {
+		q.signal()
+	}
 	return false
 }
 
@@ -221,6 +271,11 @@ func (q *queue) close() {
 // run delivers batches until the queue is closed and empty.
 func (q *queue) run() {
 	defer close(q.done)
+	var timer *time.Timer
+	if q.Batch > 0 {
+		timer = time.NewTimer(q.Delay)
+		timer.Stop()
+	}
 	var batch []trace.Stamped
 	for {
 		q.mu.Lock()
@@ -233,11 +288,39 @@ func (q *queue) run() {
 			q.mu.Unlock()
 			return
 		}
+		if timer != nil && !q.full() {
+			q.mu.Unlock()
+			q.await(timer)
+			q.mu.Lock()
+		}
 		batch, q.pending = q.pending, batch[:0]
 		q.mu.Unlock()
 		for _, e := range batch {
 			deliver(q.Extra, e, q.onFailure)
 		}
+		flush(q.Extra, q.onFailure)
 		clear(batch) // keep no event alive in the spare buffer
+	}
+}
+
+// full reports whether the batch is ready to be taken before its Delay ends. q.mu is held.
+func (q *queue) full() bool { return len(q.pending) >= q.Batch || q.closed }
+
+// await sleeps until the Delay has passed or the batch is full.
+func (q *queue) await(timer *time.Timer) {
+	timer.Reset(q.Delay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C:
+			return
+		case <-q.wake:
+			q.mu.Lock()
+			full := q.full()
+			q.mu.Unlock()
+			if full {
+				return
+			}
+		}
 	}
 }

@@ -2,9 +2,11 @@ package fanout
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -75,6 +77,12 @@ func (d *drops) of(sink string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.n[sink]
+}
+
+// failures returns an OnFailure that queues each error it is told, and the queue.
+func failures() (func(string, error), chan error) {
+	reported := make(chan error, 100)
+	return func(_ string, err error) { reported <- err }, reported
 }
 
 func read(path string) trace.ResourceRead { return trace.ResourceRead{Path: path} }
@@ -176,14 +184,9 @@ func TestTraceJSONLKeepsBeingWrittenWhileAnotherSinkBlocks(t *testing.T) {
 
 func TestASinkThatPanicsLosesThatEventOnly(t *testing.T) {
 	p, broken, healthy := &primary{}, &panicking{}, &memtrace.Recorder{}
-	var mu sync.Mutex
-	var failures []error
 	cfg := config()
-	cfg.OnFailure = func(sink string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		failures = append(failures, err)
-	}
+	onFailure, reported := failures()
+	cfg.OnFailure = onFailure
 	s := New(p, cfg, Extra{Name: "broken", Sink: broken}, Extra{Name: "healthy", Sink: healthy})
 	s.Record(read("ok.txt"))
 	s.Record(trace.ResourceRead{Path: "refused.txt", Err: refusal.New(refusal.NotFound)})
@@ -199,8 +202,11 @@ func TestASinkThatPanicsLosesThatEventOnly(t *testing.T) {
 	if got := strings.Join(paths(broken.Events()), ","); got != "ok.txt,after.txt" {
 		t.Errorf("the broken sink got %q, want the events around the one it panicked on", got)
 	}
-	if len(failures) != 1 || !strings.Contains(failures[0].Error(), "broken") || !strings.Contains(failures[0].Error(), "resource_read") {
-		t.Errorf("failures %v, want one naming the sink and the event type", failures)
+	if n := len(reported); n != 1 {
+		t.Fatalf("%d failures reported, want 1", n)
+	}
+	if err := <-reported; !strings.Contains(err.Error(), "broken") || !strings.Contains(err.Error(), "resource_read") {
+		t.Errorf("failure %v, want one naming the sink and the event type", err)
 	}
 }
 
@@ -298,5 +304,145 @@ func TestAnInlineSinkGetsTheEventBeforeRecordReturns(t *testing.T) {
 	if failures != 1 || len(p.Events()) != 2 || len(counters.Events()) != 2 {
 		t.Errorf("after an inline sink panicked: %d failures, primary %d, other inline sink %d events; want 1, 2, 2",
 			failures, len(p.Events()), len(counters.Events()))
+	}
+}
+
+// batches is a sink that is a Flusher: it records every event and, at each Flush, how many
+// events the batch held, and says when a batch ended.
+type batches struct {
+	memtrace.Recorder
+	mu      sync.Mutex
+	sizes   []int
+	pending int
+	flushed chan struct{}
+}
+
+func newBatches() *batches { return &batches{flushed: make(chan struct{}, 100)} }
+
+func (b *batches) Record(e trace.Event) {
+	b.mu.Lock()
+	b.pending++
+	b.mu.Unlock()
+	b.Recorder.Record(e)
+}
+
+func (b *batches) Flush() {
+	b.mu.Lock()
+	b.sizes = append(b.sizes, b.pending)
+	b.pending = 0
+	b.mu.Unlock()
+	b.flushed <- struct{}{}
+}
+
+func (b *batches) batchSizes() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.sizes)
+}
+
+// waitFlush fails the test unless b ends a batch within a generous bound.
+func (b *batches) waitFlush(t *testing.T) {
+	t.Helper()
+	select {
+	case <-b.flushed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no batch was handed over")
+	}
+}
+
+func TestABatchedSinkGetsItsEventsInBatchesEachEndedByAFlush(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		batch   int
+		delay   time.Duration
+		records int
+		close   bool // close the fan-out instead of waiting for the batch
+		want    []int
+	}{
+		{"a full batch is handed over at once, long before its delay", 3, time.Hour, 3, false, []int{3}},
+		{"a batch that is not full is handed over when its delay has passed", 100, 20 * time.Millisecond, 2, false, []int{2}},
+		{"close hands over a batch that is neither full nor due", 100, time.Hour, 2, true, []int{2}},
+		{"a batch larger than the queue is full when the queue is", 10_000, time.Hour, DefaultQueueSize, false, []int{DefaultQueueSize}},
+		{"without a batch, a flush ends each wake-up", 0, 0, 1, false, []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := newBatches()
+			s := New(&primary{}, config(), Extra{Name: "batched", Sink: sink, Batch: tc.batch, Delay: tc.delay})
+			for i := range tc.records {
+				s.Record(read(fmt.Sprintf("%d.txt", i)))
+			}
+			if tc.close {
+				closeAll(t, s)
+			} else {
+				sink.waitFlush(t)
+				closeAll(t, s)
+			}
+			if got := sink.batchSizes(); !slices.Equal(got, tc.want) {
+				t.Errorf("batches of %v events, want %v", got, tc.want)
+			}
+			if got := len(sink.Events()); got != tc.records {
+				t.Errorf("the sink got %d events, want %d", got, tc.records)
+			}
+		})
+	}
+}
+
+func TestABatchedSinkIsNotHandedAnythingBeforeItsBatchIsFullOrDue(t *testing.T) {
+	sink := newBatches()
+	s := New(&primary{}, config(), Extra{Name: "batched", Sink: sink, Batch: 3, Delay: time.Hour})
+	s.Record(read("a.txt"))
+	s.Record(read("b.txt"))
+	time.Sleep(50 * time.Millisecond) // room for a wrong hand-over to happen
+	if got := len(sink.Events()); got != 0 {
+		t.Fatalf("the sink got %d events of a batch neither full nor due", got)
+	}
+	s.Record(read("c.txt"))
+	sink.waitFlush(t)
+	if got := strings.Join(paths(sink.Events()), ","); got != "a.txt,b.txt,c.txt" {
+		t.Errorf("the sink got %q, want the three in order", got)
+	}
+	closeAll(t, s)
+}
+
+func TestAnExtrasOwnQueueSizeBoundsItsQueue(t *testing.T) {
+	stuck, dropped := newBlocking(), &drops{}
+	cfg := config()
+	cfg.QueueSize, cfg.OnDrop = 100, dropped.add
+	s := New(&primary{}, cfg, Extra{Name: "stuck", Sink: stuck, QueueSize: 2})
+	s.Record(read("first.txt"))
+	<-stuck.entered // the sink holds the first event
+	for range 9 {
+		s.Record(read("later.txt"))
+	}
+	// Two wait in the sink's own queue of 2, not in the fan-out's default of 100.
+	if got := dropped.of("stuck"); got != 7 {
+		t.Errorf("%d drops counted, want 7", got)
+	}
+	close(stuck.release)
+	closeAll(t, s)
+}
+
+// flushPanics panics on every Flush, and records its events.
+type flushPanics struct{ memtrace.Recorder }
+
+func (*flushPanics) Flush() { panic("a flush bug") }
+
+func TestAFlushThatPanicsIsReportedAndTheSinkGoesOn(t *testing.T) {
+	cfg := config()
+	onFailure, reported := failures()
+	cfg.OnFailure = onFailure
+	sink := &flushPanics{}
+	s := New(&primary{}, cfg, Extra{Name: "flaky", Sink: sink, Batch: 1, Delay: time.Hour})
+	s.Record(read("a.txt"))
+	s.Record(read("b.txt"))
+	closeAll(t, s)
+	if got := len(sink.Events()); got != 2 {
+		t.Errorf("the sink got %d events, want both", got)
+	}
+	if len(reported) == 0 {
+		t.Fatal("no failure reported for a flush that panicked")
+	}
+	if err := <-reported; !strings.Contains(err.Error(), "flaky") || !strings.Contains(err.Error(), "flushing") {
+		t.Errorf("failure %v, want one naming the sink and the flush", err)
 	}
 }

@@ -2,9 +2,11 @@
 // (docs/operator-guide.md, "Metrics and tracing"), with the OpenTelemetry Go SDK.
 //
 // Sink is a ports.TraceSink: the fan-out (adapters/fanout) hands it every event, and it makes
-// one span of it — named after the event type, with the event's fields as murmur.* attributes
-// — and hands the span to the SDK's batch span processor, which exports batches to the
-// collector from a goroutine of its own.
+// one span of it with the SDK's tracer — named after the event type, with the event's fields as
+// murmur.* attributes. The spans wait in the tracer provider's span processor until the fan-out
+// ends a batch (Flush), which hands them to the SDK's OTLP/HTTP exporter in requests of up to
+// OTEL_BSP_MAX_EXPORT_BATCH_SIZE spans. The events queue in the fan-out (Batching says how);
+// there is no second queue and no goroutine of the Sink's own.
 //
 // Guarantees:
 //
@@ -16,17 +18,23 @@
 //     a trace.jsonl line, and the events carry handle ids, never tokens. Strings are made valid
 //     UTF-8 (each invalid byte becomes U+FFFD), so one hostile path cannot make a batch
 //     unencodable.
-//   - Bounded: the batch processor holds at most OTEL_BSP_MAX_QUEUE_SIZE spans (2048 by
-//     default). When it is full, Record waits for room — on the fan-out's goroutine, never on a
-//     request's — so that the fan-out's bounded queue, which counts what it drops, is where
-//     spans are lost. Spans the exporter fails to deliver are reported to
+//   - Bounded: Batching, from the standard OTEL_BSP_* variables, is what the fan-out's queue
+//     for this sink must be built with: at most OTEL_BSP_MAX_QUEUE_SIZE events wait (2048 by
+//     default) — beyond that the fan-out drops and counts them — and a batch is flushed when
+//     OTEL_BSP_MAX_EXPORT_BATCH_SIZE events wait (512) or OTEL_BSP_SCHEDULE_DELAY after the
+//     first of them (5 s). Each export request carries at most OTEL_BSP_MAX_EXPORT_BATCH_SIZE
+//     spans and is bounded by OTEL_BSP_EXPORT_TIMEOUT (30 s). Spans the exporter fails to
+//     deliver, and spans still unsent when Shutdown gives up, are reported to
 //     Config.OnExportFailure.
 //   - The standard OTEL_* variables the SDK reads are honoured: OTEL_SERVICE_NAME and
 //     OTEL_RESOURCE_ATTRIBUTES (the resource's service.name is resplane otherwise),
 //     OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION, _CERTIFICATE and their TRACES_
-//     forms, OTEL_BSP_*, OTEL_TRACES_SAMPLER. The endpoint is resolved by Endpoint. A
-//     malformed OTEL_RESOURCE_ATTRIBUTES entry is reported to Config.OnError and left out.
-//   - Shutdown exports what is queued, within its context's deadline.
+//     forms, OTEL_BSP_* (read by New, as Batching), OTEL_TRACES_SAMPLER. The endpoint is
+//     resolved by Endpoint. A malformed OTEL_RESOURCE_ATTRIBUTES entry, or an OTEL_BSP_* value
+//     that is not a positive integer, is reported to Config.OnError and left out.
+//   - Record never waits for the exporter; Flush does, on its caller's goroutine — the
+//     fan-out's queue's, never a request's.
+//   - Shutdown exports what Record made and Flush has not sent, within its context's deadline.
 //
 // Non-guarantees:
 //
@@ -44,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"unicode/utf8"
 
@@ -80,8 +89,8 @@ type Config struct {
 	SessionID string
 	// Clock reads the moment of an event handed over without one (not a trace.Stamped).
 	Clock ports.Clock
-	// OnExportFailure receives the number of spans in each batch the exporter could not
-	// deliver. nil ignores it.
+	// OnExportFailure receives the number of spans of each export request the exporter could
+	// not deliver, and of the spans Shutdown gave up on. nil ignores it.
 	OnExportFailure func(spans int)
 	// OnError receives the SDK's own errors: a failed export, a bad OTEL_* value. nil discards
 	// them.
@@ -94,13 +103,25 @@ type Sink struct {
 	tracer    oteltrace.Tracer
 	clock     ports.Clock
 	sessionID attribute.KeyValue
-	attrs     sync.Pool // of *[]attribute.KeyValue, one span's attributes while they are built
+	scratch   sync.Pool // of *scratch
+	// batcher is the provider's span processor, and batching its settings; nil and the zero
+	// value for a sink built by newSink over a provider of the caller's.
+	batcher  *batcher
+	batching Batching
+}
+
+// scratch is what one Record builds and the tracer does not keep: the span's attributes (the
+// span copies them) and the options of its start and end.
+type scratch struct {
+	attrs []attribute.KeyValue
+	start [2]oteltrace.SpanStartOption
+	end   [1]oteltrace.SpanEndOption
 }
 
 var _ ports.TraceSink = (*Sink)(nil)
 
-// New builds the exporter, the batch span processor and the tracer provider for cfg. It opens
-// no connection: the first export does.
+// New builds the exporter, the span processor and the tracer provider for cfg, with the
+// Batching the OTEL_BSP_* variables give. It opens no connection: the first export does.
 func New(ctx context.Context, cfg Config) (*Sink, error) {
 	if cfg.Endpoint == "" {
 		return nil, errors.New("otel: no endpoint")
@@ -111,6 +132,10 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	onError := cfg.OnError
 	if onError == nil {
 		onError = func(error) {}
+	}
+	onExportFailure := cfg.OnExportFailure
+	if onExportFailure == nil {
+		onExportFailure = func(int) {}
 	}
 	otelapi.SetErrorHandler(otelapi.ErrorHandlerFunc(onError))
 	otelapi.SetLogger(funcr.New(func(prefix, args string) { onError(fmt.Errorf("%s%s", prefix, args)) }, funcr.Options{}))
@@ -131,11 +156,11 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	case err != nil:
 		return nil, fmt.Errorf("otel: the resource: %w", err)
 	}
-	provider := sdktrace.NewTracerProvider(
-		sdktrace.WithResource(res),
-		sdktrace.WithBatcher(countingExporter{exporter, cfg.OnExportFailure}, sdktrace.WithBlocking()),
-	)
-	return newSink(provider, cfg), nil
+	batching := BatchingFrom(os.Getenv, onError)
+	batcher := newBatcher(exporter, batching, onExportFailure, onError)
+	sink := newSink(sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSpanProcessor(batcher)), cfg)
+	sink.batcher, sink.batching = batcher, batching
+	return sink, nil
 }
 
 // newSink makes spans on provider; the tests hand it one with an in-memory span recorder.
@@ -145,34 +170,44 @@ func newSink(provider *sdktrace.TracerProvider, cfg Config) *Sink {
 		tracer:    provider.Tracer(instrumentation),
 		clock:     cfg.Clock,
 		sessionID: attribute.String(AttributePrefix+"session_id", clean(cfg.SessionID)),
-		attrs:     sync.Pool{New: func() any { return new([]attribute.KeyValue) }},
+		scratch:   sync.Pool{New: func() any { return new(scratch) }},
 	}
 }
 
-// spanKinds says which events answer a request (server), which make one (client); the others
-// are internal.
-var spanKinds = map[string]oteltrace.SpanKind{
-	trace.ResourceList{}.Type():     oteltrace.SpanKindServer,
-	trace.ResourceRead{}.Type():     oteltrace.SpanKindServer,
-	trace.PeerHandleRedeem{}.Type(): oteltrace.SpanKindServer,
-	trace.PeerFileFetch{}.Type():    oteltrace.SpanKindClient,
+// Batching is how the fan-out must queue this sink's events (fanout.Extra's QueueSize, Batch
+// and Delay) and how the sink exports them.
+func (s *Sink) Batching() Batching { return s.batching }
+
+// spanKinds says which events answer a request (server) and which make one (client), as the
+// start option of that kind, made once; the other events are internal.
+var spanKinds = map[string]oteltrace.SpanStartOption{
+	trace.ResourceList{}.Type():     oteltrace.WithSpanKind(oteltrace.SpanKindServer),
+	trace.ResourceRead{}.Type():     oteltrace.WithSpanKind(oteltrace.SpanKindServer),
+	trace.PeerHandleRedeem{}.Type(): oteltrace.WithSpanKind(oteltrace.SpanKindServer),
+	trace.PeerFileFetch{}.Type():    oteltrace.WithSpanKind(oteltrace.SpanKindClient),
 }
 
-// Record implements ports.TraceSink: one span for e, ended at once. The span is started
-// before its attributes are built, so a span the sampler (OTEL_TRACES_SAMPLER) leaves out
-// costs next to nothing.
+var internalKind = oteltrace.WithSpanKind(oteltrace.SpanKindInternal)
+
+// Record implements ports.TraceSink: one span for e, ended at once and kept for the next
+// Flush. The span is started before its attributes are built, so a span the sampler
+// (OTEL_TRACES_SAMPLER) leaves out costs next to nothing.
 func (s *Sink) Record(e trace.Event) {
 	e, at := trace.Unstamp(e, s.clock.Now)
 	kind, ok := spanKinds[e.Type()]
 	if !ok {
-		kind = oteltrace.SpanKindInternal
+		kind = internalKind
 	}
-	_, span := s.tracer.Start(context.Background(), e.Type(), oteltrace.WithTimestamp(at), oteltrace.WithSpanKind(kind))
+	sc := s.scratch.Get().(*scratch)
+	defer s.scratch.Put(sc)
+	moment := oteltrace.WithTimestamp(at) // one option for both ends: one allocation, not two
+	sc.start = [2]oteltrace.SpanStartOption{moment, kind}
+	sc.end = [1]oteltrace.SpanEndOption{moment}
+	_, span := s.tracer.Start(context.Background(), e.Type(), sc.start[:]...)
 	if !span.IsRecording() {
 		return
 	}
-	scratch := s.attrs.Get().(*[]attribute.KeyValue)
-	attrs := append((*scratch)[:0], s.sessionID)
+	attrs := append(sc.attrs[:0], s.sessionID)
 	failed := ""
 	for _, f := range e.Fields() {
 		if kv, ok := attributeOf(f); ok {
@@ -184,16 +219,30 @@ func (s *Sink) Record(e trace.Event) {
 	}
 	span.SetAttributes(attrs...) // copied by the span
 	clear(attrs)
-	*scratch = attrs
-	s.attrs.Put(scratch)
+	sc.attrs = attrs
 	if failed != "" {
 		span.SetStatus(codes.Error, clean(failed))
 	}
-	span.End(oteltrace.WithTimestamp(at))
+	span.End(sc.end[:]...)
 }
 
-// Shutdown exports the spans still queued and stops the exporter, giving up when ctx is done.
-func (s *Sink) Shutdown(ctx context.Context) error { return s.provider.Shutdown(ctx) }
+// Flush implements fanout.Flusher: it exports the spans Record made since the last Flush, on
+// the caller's goroutine, BatchSize per request.
+func (s *Sink) Flush() {
+	if s.batcher != nil {
+		s.batcher.flush()
+	}
+}
+
+// Shutdown exports the spans not yet sent and stops the exporter, giving up when ctx is done;
+// the spans it gave up on are reported to Config.OnExportFailure. No span is made after it.
+func (s *Sink) Shutdown(ctx context.Context) error {
+	err := s.provider.Shutdown(ctx) // which shuts the batcher down too, unless ctx is already done
+	if s.batcher == nil {
+		return err
+	}
+	return s.batcher.Shutdown(ctx) // its own error, whether the provider got to it or not
+}
 
 // attributeKeys holds the attribute key of every field the events have, made once.
 var attributeKeys = func() map[string]attribute.Key {
@@ -246,18 +295,4 @@ func clean(s string) string {
 		s = string([]rune(s))
 	}
 	return handle.Redact(s)
-}
-
-// countingExporter reports the spans of every batch its exporter could not deliver.
-type countingExporter struct {
-	sdktrace.SpanExporter
-	onFailure func(spans int)
-}
-
-func (c countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	err := c.SpanExporter.ExportSpans(ctx, spans)
-	if err != nil && c.onFailure != nil {
-		c.onFailure(len(spans))
-	}
-	return err
 }

@@ -2,6 +2,7 @@ package otel
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -304,5 +305,127 @@ func TestAMalformedResourceVariableIsReportedAndLeftOut(t *testing.T) {
 	}
 	if spans := receiver.Spans(); len(spans) != 1 || spans[0].Service != ServiceName {
 		t.Errorf("spans %+v, want one of service %s", spans, ServiceName)
+	}
+}
+
+func TestBatchingIsTheStandardVariablesOverTheDefaults(t *testing.T) {
+	d := DefaultBatching
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		want     Batching
+		reported string // a variable the error names; "" when none is reported
+	}{
+		{"nothing set gives the defaults", nil, d, ""},
+		{"each variable sets its own value, the durations in milliseconds",
+			map[string]string{EnvMaxQueueSize: "100", EnvMaxExportBatchSize: "10", EnvScheduleDelay: "50", EnvExportTimeout: "2000"},
+			Batching{QueueSize: 100, BatchSize: 10, Delay: 50 * time.Millisecond, ExportTimeout: 2 * time.Second}, ""},
+		{"an empty variable counts as unset", map[string]string{EnvScheduleDelay: ""}, d, ""},
+		{"a batch above the queue is cut to the queue", map[string]string{EnvMaxQueueSize: "8", EnvMaxExportBatchSize: "9"},
+			Batching{QueueSize: 8, BatchSize: 8, Delay: d.Delay, ExportTimeout: d.ExportTimeout}, ""},
+		{"a value that is not a number keeps the default and is reported", map[string]string{EnvScheduleDelay: "5s"}, d, EnvScheduleDelay},
+		{"zero keeps the default and is reported", map[string]string{EnvMaxQueueSize: "0"}, d, EnvMaxQueueSize},
+		{"a negative value keeps the default and is reported", map[string]string{EnvMaxExportBatchSize: "-1"}, d, EnvMaxExportBatchSize},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reported []error
+			got := BatchingFrom(func(k string) string { return tc.env[k] }, func(err error) { reported = append(reported, err) })
+			if got != tc.want {
+				t.Errorf("BatchingFrom = %+v, want %+v", got, tc.want)
+			}
+			switch {
+			case tc.reported == "" && len(reported) > 0:
+				t.Errorf("reported %v, want nothing", reported)
+			case tc.reported != "" && (len(reported) != 1 || !strings.Contains(reported[0].Error(), tc.reported)):
+				t.Errorf("reported %v, want one error naming %s", reported, tc.reported)
+			}
+		})
+	}
+}
+
+func TestFlushExportsWhatWasRecordedInRequestsOfAtMostTheBatchSize(t *testing.T) {
+	t.Setenv(EnvMaxExportBatchSize, "2")
+	receiver := harness.NewOTLPReceiver(t)
+	sink, failed := exporting(t, receiver)
+	if got := sink.Batching().BatchSize; got != 2 {
+		t.Fatalf("the sink's batch size is %d, want %s's 2", got, EnvMaxExportBatchSize)
+	}
+	for i := range 5 {
+		sink.Record(trace.ResourceRead{Path: fmt.Sprintf("%d.txt", i)})
+	}
+	if got := len(receiver.Bodies()); got != 0 {
+		t.Fatalf("%d export requests before Flush, want none: Record never exports", got)
+	}
+	sink.Flush()
+	if got := len(receiver.Bodies()); got != 3 {
+		t.Errorf("%d export requests for 5 spans in batches of 2, want 3", got)
+	}
+	var paths []string
+	for _, s := range receiver.Spans() {
+		paths = append(paths, s.Attrs["murmur.path"].(string))
+	}
+	if strings.Join(paths, ",") != "0.txt,1.txt,2.txt,3.txt,4.txt" || failed.Load() != 0 {
+		t.Errorf("the collector got %q (%d failed), want the five in order", paths, failed.Load())
+	}
+	sink.Flush() // nothing left: no request
+	if got := len(receiver.Bodies()); got != 3 {
+		t.Errorf("%d export requests after an empty Flush, want still 3", got)
+	}
+	shutdown(t, sink)
+}
+
+func TestASpanTheSamplerLeavesOutIsNeverExported(t *testing.T) {
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+	receiver := harness.NewOTLPReceiver(t)
+	sink, _ := exporting(t, receiver)
+	sink.Record(trace.ResourceRead{Path: "a.txt"})
+	sink.Flush()
+	shutdown(t, sink)
+	if got := len(receiver.Bodies()); got != 0 {
+		t.Errorf("%d export requests with every span sampled out, want none", got)
+	}
+}
+
+func TestSpansAFlushCannotDeliverAreReportedUndelivered(t *testing.T) {
+	receiver := harness.NewOTLPReceiver(t)
+	receiver.AnswerWith(http.StatusBadRequest) // not retried
+	var reported []error
+	var failed atomic.Int64
+	sink, err := New(context.Background(), Config{
+		Endpoint: receiver.URL() + "/v1/traces", SessionID: sessionID, Clock: clock.NewManual(clockNow),
+		OnExportFailure: func(n int) { failed.Add(int64(n)) },
+		OnError:         func(err error) { reported = append(reported, err) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		sink.Record(trace.ResourceRead{Path: "a.txt"})
+	}
+	sink.Flush()
+	if got := failed.Load(); got != 3 || len(reported) == 0 {
+		t.Errorf("%d spans reported undelivered and errors %v, want 3 and the exporter's error", got, reported)
+	}
+	shutdown(t, sink)
+}
+
+func TestSpansShutdownHasNoTimeToSendAreReportedUndelivered(t *testing.T) {
+	receiver := harness.NewOTLPReceiver(t)
+	sink, failed := exporting(t, receiver)
+	for range 4 {
+		sink.Record(trace.ResourceRead{Path: "a.txt"})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := sink.Shutdown(ctx); err == nil {
+		t.Error("Shutdown with its context done reported no error")
+	}
+	if got := failed.Load(); got != 4 || len(receiver.Spans()) != 0 {
+		t.Errorf("%d spans reported undelivered, %d received; want 4 and none", got, len(receiver.Spans()))
+	}
+	sink.Record(trace.ResourceRead{Path: "late.txt"}) // after Shutdown: kept nowhere
+	sink.Flush()
+	if got := len(receiver.Bodies()); got != 0 {
+		t.Errorf("%d export requests after Shutdown, want none", got)
 	}
 }

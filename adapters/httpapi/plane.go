@@ -18,13 +18,23 @@ const (
 // for /resources/peer and beneath it, "" for every other target. The metrics adapter times
 // requests by it.
 func PlaneOf(r *http.Request) string {
-	path, _, _ := strings.Cut(rawtarget.OriginalTarget(r), "?")
-	switch {
-	case path == peerRoute || strings.HasPrefix(path, peerRoute+"/"):
+	switch path := routedPath(r); {
+	case onRoute(path, peerRoute):
 		return PlanePeer
-	case path == filesRoute || strings.HasPrefix(path, filesRoute+"/"):
+	case onRoute(path, filesRoute):
 		return PlaneFiles
 	default:
 		return ""
 	}
+}
+
+// routedPath is what routing looks at: r's raw target as sent, cut at the first "?".
+func routedPath(r *http.Request) string {
+	path, _, _ := strings.Cut(rawtarget.OriginalTarget(r), "?")
+	return path
+}
+
+// onRoute reports whether path is route or beneath it, by whole segments.
+func onRoute(path, route string) bool {
+	return path == route || strings.HasPrefix(path, route+"/")
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/hostpolicy"
 	"github.com/resplane/resplane/domain/refusal"
@@ -58,10 +57,10 @@ func (h *Resources) Register(e *echo.Echo) {
 
 func (h *Resources) dispatch(c echo.Context) error {
 	r := c.Request()
-	path, _, _ := strings.Cut(rawtarget.OriginalTarget(r), "?")
+	path := routedPath(r)
 	req := application.Request{Method: r.Method, HostAllowed: h.hosts.Allows(r.Host), HasBody: declaresBody(r)}
 	switch {
-	case path == peerRoute || strings.HasPrefix(path, peerRoute+"/"):
+	case onRoute(path, peerRoute):
 		return h.redeem(c, req, strings.TrimPrefix(path, peerRoute))
 	case path == filesRoute || path == filesRoute+"/":
 		return h.list(c, req)

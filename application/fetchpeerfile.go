@@ -63,9 +63,20 @@ func (r FetchResult) Summary() string {
 // handleChars is the alphabet a handle may use; anything else never goes onto a request line.
 var handleChars = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
-// peerCodeChars bounds what we accept from a peer as an error code, so a hostile peer cannot
-// put arbitrary text into our trace or answers.
-var peerCodeChars = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+// foreignCodeChars bounds what we accept from another party (a peer, or the service a client
+// talks to) as an error code, so a hostile one cannot put arbitrary text into our trace,
+// answers or output.
+var foreignCodeChars = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// foreignCode is the outcome of another party's non-200 answer: its own error code when its
+// body carried a plausible one (never "ok", which would read as a success), else
+// http_<status>. A redirect is never followed and is always http_<status>.
+func foreignCode(status int, code string) string {
+	if status/100 != 3 && foreignCodeChars.MatchString(code) && code != trace.OutcomeOK {
+		return code
+	}
+	return "http_" + strconv.Itoa(status)
+}
 
 // Fetch runs the tool. Invalid input is refused invalid_input and not traced; every later
 // outcome is traced as a peer_file_fetch event.
@@ -126,13 +137,8 @@ func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID strin
 		HasGeneration: resp.HasGeneration, Peer: in.Peer}, nil
 }
 
-// peerRefusal turns a peer's non-200 answer into our outcome: the peer's own error code when
-// its body carried a plausible one (never "ok", which would read as a success in the trace),
-// else http_<status>. A redirect is never followed and is always http_<status>.
+// peerRefusal turns a peer's non-200 answer into our outcome (foreignCode).
 func peerRefusal(resp ports.PeerRedeemResponse) error {
-	code := "http_" + strconv.Itoa(resp.Status)
-	if resp.Status/100 != 3 && peerCodeChars.MatchString(resp.ErrorCode) && resp.ErrorCode != trace.OutcomeOK {
-		code = resp.ErrorCode
-	}
+	code := foreignCode(resp.Status, resp.ErrorCode)
 	return refusal.WithMessage(refusal.Code(code), "The peer refused the redeem ("+code+"); nothing was stored.")
 }

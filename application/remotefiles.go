@@ -12,7 +12,6 @@ import (
 
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
-	"github.com/resplane/resplane/domain/trace"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -139,15 +138,11 @@ func tooLargeToFetch(size, limit int64) *refusal.Refusal {
 	return refusal.WithMessage(refusal.TooLarge, what+strconv.FormatInt(limit, 10)+" bytes; it was not landed.")
 }
 
-// serviceRefusal turns a non-200 answer into the service's refusal: its own error code when
-// the body carried a plausible one (the rule fetch-peer-file applies to a peer's), else
-// http_<status>; a redirect is never followed and is always http_<status>. The message is
-// the service's own, made printable, or a sentence of ours when it sent none.
+// serviceRefusal turns a non-200 answer into the service's refusal, with the code rule
+// fetch-peer-file applies to a peer's (foreignCode). The message is the service's own, made
+// printable, or a sentence of ours when it sent none.
 func serviceRefusal(a ports.RemoteAnswer) *refusal.Refusal {
-	code := "http_" + strconv.Itoa(a.Status)
-	if a.Status/100 != 3 && peerCodeChars.MatchString(a.ErrorCode) && a.ErrorCode != trace.OutcomeOK {
-		code = a.ErrorCode
-	}
+	code := foreignCode(a.Status, a.ErrorCode)
 	message := printable(a.ErrorMessage)
 	if message == "" {
 		message = "The service answered " + strconv.Itoa(a.Status) + " without a refusal message."

@@ -3,16 +3,13 @@
 package jsonl
 
 import (
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
+	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -33,8 +30,10 @@ type Config struct {
 	Parent string
 	// Clock supplies each line's timestamp.
 	Clock ports.Clock
-	// Redact is applied to every encoded line before it is written (the handle redactor). It
-	// must keep the line valid JSON; nil writes lines as encoded.
+	// Redact is applied to every line before it is written (the handle redactor): to each
+	// event's encoded fields, and once to the envelope's session and parent ids (the rest of
+	// the envelope is the event type, a generated id and a number). It must keep the text
+	// valid JSON; nil writes lines as encoded.
 	Redact func(string) string
 	// OnError receives every failure to encode a line, and the lines write failures dropped
 	// as a *DroppedLines, at most once per WriteFailureInterval. nil discards them.
@@ -77,9 +76,10 @@ type File struct {
 	cfg Config
 	mu  sync.Mutex
 	f   *os.File
-	// root is the parent_id of every line: the joined parent, else nil until Start has
-	// written session_start, then that line's event_id.
-	root any
+	// ids is the envelope's parent_id and session_id members, encoded and redacted once: the
+	// parent is the joined parent, else null until Start has written session_start, then
+	// that line's event_id.
+	ids []byte
 	// dropped counts the lines write failures dropped since the last report, dropErr is the
 	// last such failure, and reportedAt is when the last report was made (zero: never).
 	dropped    int
@@ -88,6 +88,11 @@ type File struct {
 }
 
 var _ ports.TraceSink = (*File)(nil)
+
+// lineBuffers holds the buffers a line is encoded in, reused from one line to the next.
+var lineBuffers = sync.Pool{New: func() any { return new(lineBuffer) }}
+
+type lineBuffer struct{ body, line []byte }
 
 // Open returns the trace that appends to cfg.File. It fails without a file or a clock, and
 // then does not close the file.
@@ -99,10 +104,18 @@ func Open(cfg Config) (*File, error) {
 		return nil, errors.New("trace: no clock configured")
 	}
 	t := &File{cfg: cfg, f: cfg.File}
+	var parent any
 	if cfg.Parent != "" {
-		t.root = cfg.Parent
+		parent = cfg.Parent
 	}
+	t.ids = t.encodeIDs(parent)
 	return t, nil
+}
+
+// encodeIDs encodes and redacts the envelope's parent_id and session_id members.
+func (t *File) encodeIDs(parent any) []byte {
+	ids, _ := appendFields(nil, []trace.Field{{Key: "parent_id", Value: parent}, {Key: "session_id", Value: t.cfg.SessionID}})
+	return t.redact(ids) // a session id may look like a token too
 }
 
 // Start writes session_start, whose event_id becomes the parent_id of every later line. Call
@@ -112,26 +125,12 @@ func (t *File) Start(e trace.SessionStart) {
 	if t.cfg.Parent != "" {
 		return
 	}
-	body, ok := t.encodeBody(e)
-	if !ok {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if id, ok := t.writeLocked(e.Type(), body); ok {
-		t.root = id
-	}
+	t.record(e, func(id uuid.UUID) { t.ids = t.encodeIDs(eventID(id)) })
 }
 
 // Record implements ports.TraceSink.
 func (t *File) Record(e trace.Event) {
-	body, ok := t.encodeBody(e)
-	if !ok {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.writeLocked(e.Type(), body)
+	t.record(e, nil)
 }
 
 // End writes session_end, on a graceful shutdown only. It writes nothing in a joined session.
@@ -153,55 +152,64 @@ func (t *File) Close() error {
 	return t.f.Close()
 }
 
-// encodeBody encodes and redacts the event's own fields outside the lock that serialises
-// writes; only the small envelope is built and redacted under it.
-func (t *File) encodeBody(e trace.Event) (string, bool) {
-	body, err := encodeFields(e.Fields())
-	if err != nil {
+// record encodes and redacts the event's own fields outside the lock that serialises writes;
+// only the envelope is built under it. written, when not nil, is called under the lock with
+// the event id of the line once it is written.
+func (t *File) record(e trace.Event, written func(uuid.UUID)) {
+	buf := lineBuffers.Get().(*lineBuffer)
+	defer lineBuffers.Put(buf)
+	var err error
+	if buf.body, err = appendFields(buf.body[:0], e.Fields()); err != nil {
 		t.report(fmt.Errorf("trace: encode %s: %w", e.Type(), err))
-		return "", false
+		return
 	}
-	if t.cfg.Redact != nil {
-		body = t.cfg.Redact(body)
-	}
-	return body, true
-}
-
-// writeLocked prefixes body with the envelope and writes the line, returning its event_id.
-// Holding the lock while the id and timestamp are taken keeps lines in timestamp order.
-func (t *File) writeLocked(eventType, body string) (string, bool) {
+	body := t.redact(buf.body)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	id, err := uuid.NewV7()
 	if err != nil {
-		t.report(fmt.Errorf("trace: new event id for %s: %w", eventType, err))
-		return "", false
+		t.report(fmt.Errorf("trace: new event id for %s: %w", e.Type(), err))
+		return
 	}
-	eventID := "evt_" + hex.EncodeToString(id[:])
-	envelope, err := encodeFields([]trace.Field{
-		{Key: "event_type", Value: eventType},
-		{Key: "event_id", Value: eventID},
-		{Key: "parent_id", Value: t.root},
-		{Key: "session_id", Value: t.cfg.SessionID},
-		{Key: "timestamp", Value: t.cfg.Clock.Now().UnixMilli()},
-	})
-	if err != nil {
-		t.report(fmt.Errorf("trace: encode %s: %w", eventType, err))
-		return "", false
+	line := append(buf.line[:0], `{"event_type":`...)
+	line = appendString(line, e.Type())
+	line = append(line, `,"event_id":"evt_`...)
+	line = hex.AppendEncode(line, id[:])
+	line = append(append(line, `",`...), t.ids...)
+	line = append(line, `,"timestamp":`...)
+	line = strconv.AppendInt(line, t.cfg.Clock.Now().UnixMilli(), 10)
+	if len(body) > 0 {
+		line = append(append(line, ','), body...)
 	}
-	if t.cfg.Redact != nil {
-		envelope = t.cfg.Redact(envelope) // a session id may look like a token too
-	}
-	line := "{" + envelope
-	if body != "" {
-		line += "," + body
-	}
-	if _, err := t.f.WriteString(line + "}\n"); err != nil {
+	buf.line = append(line, '}', '\n')
+	if _, err := t.f.Write(buf.line); err != nil {
 		t.dropped++
-		t.dropErr = fmt.Errorf("write %s: %w", eventType, err)
+		t.dropErr = fmt.Errorf("write %s: %w", e.Type(), err)
 		t.reportDroppedDueLocked()
-		return "", false
+		return
 	}
 	t.reportDroppedDueLocked()
-	return eventID, true
+	if written != nil {
+		written(id)
+	}
+}
+
+// redact applies the configured redactor to encoded text, returning the text itself when
+// there is no redactor or nothing to redact.
+func (t *File) redact(encoded []byte) []byte {
+	if t.cfg.Redact == nil {
+		return encoded
+	}
+	text := string(encoded)
+	if redacted := t.cfg.Redact(text); redacted != text {
+		return []byte(redacted)
+	}
+	return encoded
+}
+
+// eventID is the event_id of the line written with id.
+func eventID(id uuid.UUID) string {
+	return "evt_" + hex.EncodeToString(id[:])
 }
 
 // reportDroppedDueLocked reports the lines dropped since the last report when there are any
@@ -226,55 +234,4 @@ func (t *File) report(err error) {
 	if t.cfg.OnError != nil {
 		t.cfg.OnError(err)
 	}
-}
-
-// encodeFields renders the fields as the members of a JSON object, in the given order and
-// without the braces: "key":value pairs joined by commas.
-func encodeFields(fields []trace.Field) (string, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	for i, f := range fields {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		// Encode appends a newline after each value; drop it.
-		if err := enc.Encode(f.Key); err != nil {
-			return "", err
-		}
-		b.Truncate(b.Len() - 1)
-		b.WriteByte(':')
-		if err := enc.Encode(validUTF8(f.Value)); err != nil {
-			return "", fmt.Errorf("field %s: %w", f.Key, err)
-		}
-		b.Truncate(b.Len() - 1)
-	}
-	return b.String(), nil
-}
-
-// validUTF8 replaces each byte of a string (or of a []string's elements) that is not part of
-// valid UTF-8 with U+FFFD, as encoding/json would, so that the encoder writes the replacement
-// raw rather than as the escape \ufffd. Other values are returned unchanged.
-func validUTF8(v any) any {
-	switch v := v.(type) {
-	case string:
-		return validString(v)
-	case []string:
-		if slices.ContainsFunc(v, func(s string) bool { return !utf8.ValidString(s) }) {
-			out := make([]string, len(v))
-			for i, s := range v {
-				out[i] = validString(s)
-			}
-			return out
-		}
-	}
-	return v
-}
-
-func validString(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	// Converting to runes turns every invalid byte into utf8.RuneError (U+FFFD).
-	return string([]rune(s))
 }

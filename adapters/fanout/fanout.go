@@ -14,6 +14,8 @@
 //     must never block (Extra.Inline).
 //   - Each other sink receives its events in the order they were recorded, a queued sink on one
 //     goroutine of its own, each event as a trace.Stamped carrying the moment it was recorded.
+//     An event's fields are built once for every sink, the primary included (trace.Stamp);
+//     a sink only reads them.
 //   - A queued sink with a Batch is woken once per batch, not once per event: when Batch events
 //     wait, when Delay has passed since the first of them, or when the fan-out closes; its
 //     goroutine then hands over every event that waits and, if the sink is a Flusher, calls
@@ -130,33 +132,41 @@ func New(primary Primary, cfg Config, extras ...Extra) *Sink {
 	return s
 }
 
-// Record implements ports.TraceSink: the primary first, then every other sink.
+// Record implements ports.TraceSink: the primary first, then every other sink. With other
+// sinks, the event's fields are built once, for all of them, the primary included
+// (trace.Stamp).
 func (s *Sink) Record(e trace.Event) {
-	s.primary.Record(e)
-	s.handOn(e)
+	if !s.handsOn() {
+		s.primary.Record(e)
+		return
+	}
+	stamped := trace.Stamp(e, s.cfg.Clock.Now())
+	s.primary.Record(stamped)
+	s.handOn(stamped)
 }
 
 // Start writes session_start to the primary and hands it on, unless the session is joined.
 func (s *Sink) Start(e trace.SessionStart) {
 	s.primary.Start(e)
-	if !s.cfg.Joined {
-		s.handOn(e)
+	if !s.cfg.Joined && s.handsOn() {
+		s.handOn(trace.Stamp(e, s.cfg.Clock.Now()))
 	}
 }
 
 // End writes session_end to the primary and hands it on, unless the session is joined.
 func (s *Sink) End(e trace.SessionEnd) {
 	s.primary.End(e)
-	if !s.cfg.Joined {
-		s.handOn(e)
+	if !s.cfg.Joined && s.handsOn() {
+		s.handOn(trace.Stamp(e, s.cfg.Clock.Now()))
 	}
 }
 
-func (s *Sink) handOn(e trace.Event) {
-	if len(s.inline) == 0 && len(s.queues) == 0 {
-		return
-	}
-	stamped := trace.Stamped{Event: e, At: s.cfg.Clock.Now()}
+// handsOn says whether there is any sink besides the primary.
+func (s *Sink) handsOn() bool {
+	return len(s.inline) > 0 || len(s.queues) > 0
+}
+
+func (s *Sink) handOn(stamped trace.Stamped) {
 	for _, extra := range s.inline {
 		deliver(extra, stamped, s.cfg.OnFailure)
 	}

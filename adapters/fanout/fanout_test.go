@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,8 +103,11 @@ func closeAll(t *testing.T, s *Sink) {
 func paths(events []trace.Event) []string {
 	var out []string
 	for _, e := range events {
-		e, _ = trace.Unstamp(e, time.Now)
-		out = append(out, e.(trace.ResourceRead).Path)
+		for _, f := range e.Fields() {
+			if f.Key == "path" {
+				out = append(out, f.Value.(string))
+			}
+		}
 	}
 	return out
 }
@@ -127,9 +131,31 @@ func TestEverySinkGetsEveryEventInOrderAndTheOthersGetTheRecordedMoment(t *testi
 			t.Fatalf("another sink got %#v, want a trace.Stamped at %v", e, recordedAt)
 		}
 	}
-	if _, ok := p.Events()[0].(trace.Stamped); ok {
-		t.Error("the primary got a stamped event; it takes its own time")
+}
+
+func TestAnEventsFieldsAreBuiltOnceForEverySink(t *testing.T) {
+	p, metrics, spans := &primary{}, &memtrace.Recorder{}, &memtrace.Recorder{}
+	s := New(p, config(), Extra{Name: "metrics", Sink: metrics, Inline: true}, Extra{Name: "spans", Sink: spans})
+	event := &countingEvent{}
+	s.Record(event)
+	closeAll(t, s)
+	for name, got := range map[string][]trace.Event{"primary": p.Events(), "metrics": metrics.Events(), "spans": spans.Events()} {
+		if len(got) != 1 || len(got[0].Fields()) != 1 {
+			t.Fatalf("%s got %v, want the one event", name, got)
+		}
 	}
+	if event.calls.Load() != 1 {
+		t.Errorf("the event's Fields was called %d times for three sinks, want once", event.calls.Load())
+	}
+}
+
+// countingEvent counts the calls of its Fields.
+type countingEvent struct{ calls atomic.Int64 }
+
+func (*countingEvent) Type() string { return "counting" }
+
+func (e *countingEvent) Fields() []trace.Field {
+	return []trace.Field{{Key: "calls", Value: e.calls.Add(1)}}
 }
 
 func TestTraceJSONLKeepsBeingWrittenWhileAnotherSinkBlocks(t *testing.T) {

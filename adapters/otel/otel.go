@@ -193,7 +193,7 @@ var internalKind = oteltrace.WithSpanKind(oteltrace.SpanKindInternal)
 // Flush. The span is started before its attributes are built, so a span the sampler
 // (OTEL_TRACES_SAMPLER) leaves out costs next to nothing.
 func (s *Sink) Record(e trace.Event) {
-	e, at := trace.Unstamp(e, s.clock.Now)
+	at := trace.RecordedAt(e, s.clock.Now)
 	kind, ok := spanKinds[e.Type()]
 	if !ok {
 		kind = internalKind

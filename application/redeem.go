@@ -26,6 +26,7 @@ type PeerIssuer struct {
 type Redeem struct {
 	plane   *ExportPlane // nil when exports.peer_files is not declared
 	issuer  PeerIssuer
+	signer  *handle.Signer // under issuer's key; nil with no plane
 	session Session
 	fs      ports.ExportFS
 	reader  *Reader
@@ -36,7 +37,11 @@ type Redeem struct {
 // NewRedeem returns the redeem use case. plane is nil when the manifest declares no
 // exports.peer_files.
 func NewRedeem(plane *ExportPlane, issuer PeerIssuer, session Session, fs ports.ExportFS, reader *Reader, clock ports.Clock, sink ports.TraceSink) *Redeem {
-	return &Redeem{plane: plane, issuer: issuer, session: session, fs: fs, reader: reader, clock: clock, trace: sink}
+	u := &Redeem{plane: plane, issuer: issuer, session: session, fs: fs, reader: reader, clock: clock, trace: sink}
+	if plane != nil {
+		u.signer = handle.NewSigner(issuer.Key.Key())
+	}
+	return u
 }
 
 // RedeemRequest is one redeem as received.
@@ -101,7 +106,7 @@ func (u *Redeem) redeem(ctx context.Context, token, audience string) (string, *B
 	if u.plane == nil {
 		return "", nil, refusal.New(refusal.NoPeerPlane)
 	}
-	payload, err := handle.Verify(u.issuer.Key.Key(), token, audience, u.issuer.SessionID, u.clock.Now().UnixMilli())
+	payload, err := u.signer.Verify(token, audience, u.issuer.SessionID, u.clock.Now().UnixMilli())
 	if err != nil {
 		return "", nil, err
 	}

@@ -80,10 +80,14 @@ capabilities:
     allow: ["localhost"]
 EOF
 
+# The ports are picked below the kernel's ephemeral range: every request of a turn is a new
+# connection, so tens of thousands of wrk's own ports sit in TIME-WAIT there, where a listener
+# could not bind.
+ephemeral_low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 free_port() {
 	local port
 	while :; do
-		port=$((20000 + RANDOM % 40000))
+		port=$((10000 + RANDOM % (ephemeral_low - 10000)))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return
@@ -195,7 +199,7 @@ ratio() { awk -v a="${total[$1]:-0}" -v b="${total[$2]:-0}" 'BEGIN {if (b > 0) p
 cpu_per_req() { awk -v t="${ticks[$1]:-0}" -v n="${requests[$1]:-0}" -v hz="$hz" 'BEGIN {if (n > 0) printf "%.0f", t * 1e6 / hz / n; else printf "0"}'; }
 # cpu_ratio A B: B's CPU per request over A's, which is A's throughput relative to B's on a
 # saturated core.
-cpu_ratio() { awk -v a="$(cpu_per_req "$1")" -v b="$(cpu_per_req "$2")" 'BEGIN {if (a > 0) printf "%.2fx", b / a; else printf "-"}'; }
+cpu_ratio() { awk -v a="$(cpu_per_req "$1")" -v b="$(cpu_per_req "$2")" 'BEGIN {if (a > 0 && b > 0) printf "%.2fx", b / a; else printf "-"}'; }
 {
 	echo
 	echo "Mean req/s over $rounds rounds, and the server's CPU time per request:"

@@ -19,8 +19,6 @@
 package handle
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"strconv"
@@ -81,27 +79,12 @@ func NewPayload(sessionID, path string, expMs int64, nonce [16]byte) Payload {
 // expiry, a path that is valid UTF-8 and the 32-byte instance key. A token minted otherwise is
 // well-formed but never redeems.
 func Mint(key []byte, payload Payload, audience string) string {
-	return mintRaw(key, encodePayload(payload), audience)
+	return NewSigner(key).Mint(payload, audience)
 }
 
 // mintRaw assembles a token around already encoded payload bytes.
 func mintRaw(key, payloadJSON []byte, audience string) string {
-	seg := b64.EncodeToString(payloadJSON)
-	return prefix + seg + "." + b64.EncodeToString(tag(key, seg, audience))
-}
-
-// tag is HMAC-SHA256(key, "murmur-peer-handle-v1" ‖ 0x1F ‖ payloadSeg ‖ 0x1F ‖ audience), where
-// payloadSeg is the payload segment as its base64url text, not the decoded bytes.
-func tag(key []byte, payloadSeg, audience string) []byte {
-	m := hmac.New(sha256.New, key)
-	buf := make([]byte, 0, len(macDomain)+len(payloadSeg)+len(audience)+2)
-	buf = append(buf, macDomain...)
-	buf = append(buf, macSeparator)
-	buf = append(buf, payloadSeg...)
-	buf = append(buf, macSeparator)
-	buf = append(buf, audience...)
-	m.Write(buf)
-	return m.Sum(nil)
+	return NewSigner(key).mintRaw(payloadJSON, audience)
 }
 
 // encodePayload writes the payload as compact JSON with the keys in the order v, iss, p, exp,

@@ -87,7 +87,11 @@ func segmentLen(s string, i int) int {
 // after it has been zeroed at shutdown), verifies nothing, so a handle forged under a known key
 // can never redeem against a half-torn-down process.
 func (t Token) VerifyMAC(key []byte, audience string) error {
-	if !usableKey(key) || !hmac.Equal(tag(key, t.payloadSeg, audience), t.tag) {
+	return t.verifyMAC(NewSigner(key), audience)
+}
+
+func (t Token) verifyMAC(s *Signer, audience string) error {
+	if !usableKey(s.key) || !hmac.Equal(s.tag(t.payloadSeg, audience), t.tag) {
 		return refusal.New(refusal.HandleNotValid)
 	}
 	return nil
@@ -278,14 +282,15 @@ func (p Payload) CheckExpiry(nowMs int64) error {
 // (handle_not_valid) and CheckExpiry (handle_expired). audience is the x-murmur-audience value
 // already trimmed and ASCII-lowercased; nowMs is the clock reading in Unix milliseconds.
 func Verify(key []byte, token, audience, sessionID string, nowMs int64) (Payload, error) {
-	t, err := ParseShape(token)
-	if err != nil {
-		return Payload{}, err
-	}
+	return NewSigner(key).Verify(token, audience, sessionID, nowMs)
+}
+
+// verify runs Verify's checks from the audience on, under s.
+func (t Token) verify(s *Signer, audience, sessionID string, nowMs int64) (Payload, error) {
 	if audience == "" {
 		return Payload{}, refusal.New(refusal.MissingAudience)
 	}
-	if err := t.VerifyMAC(key, audience); err != nil {
+	if err := t.verifyMAC(s, audience); err != nil {
 		return Payload{}, err
 	}
 	p, err := t.Payload()

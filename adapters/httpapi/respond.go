@@ -65,14 +65,21 @@ func writeResource(c echo.Context, status int, contentType string, headers map[s
 // headers, content-type, an exact content-length, connection: close, and allow on a 405.
 func setHead(c echo.Context, status int, contentType string, headers map[string]string, size int64) {
 	h := c.Response().Header()
-	for k, v := range headers {
-		h[k] = []string{v}
+	// Every value is a one-element slice of one array: one allocation for the whole head.
+	values := make([]string, 0, len(headers)+4)
+	set := func(key, value string) {
+		values = append(values, value)
+		n := len(values)
+		h[key] = values[n-1 : n : n]
 	}
-	h.Set(echo.HeaderContentType, contentType)
-	h.Set(echo.HeaderContentLength, strconv.FormatInt(size, 10))
-	h.Set(echo.HeaderConnection, "close")
+	for k, v := range headers {
+		set(k, v)
+	}
+	set(echo.HeaderContentType, contentType)
+	set(echo.HeaderContentLength, strconv.FormatInt(size, 10))
+	set(echo.HeaderConnection, "close")
 	if status == http.StatusMethodNotAllowed {
-		h.Set(echo.HeaderAllow, http.MethodGet)
+		set(echo.HeaderAllow, http.MethodGet)
 	}
 }
 

@@ -11,14 +11,36 @@ import (
 // traces, headers and messages carry in place of the token, and it correlates a mint with its
 // redeems and fetches. It is defined for any string, so a malformed token has one too.
 func ID(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:8])
+	var id [idLen]byte
+	return string(appendID(id[:0], token))
 }
 
 // Placeholder returns "<handle:ID>", the text written wherever the token would otherwise
 // appear.
 func Placeholder(token string) string {
-	return "<handle:" + ID(token) + ">"
+	var text [len(placeholderHead) + idLen + len(placeholderTail)]byte
+	b := append(text[:0], placeholderHead...)
+	b = appendID(b, token)
+	return string(append(b, placeholderTail...))
+}
+
+const (
+	placeholderHead = "<handle:"
+	placeholderTail = ">"
+	idLen           = 16 // hex characters
+)
+
+// appendID appends the token's handle_id to b. A token of up to 512 bytes (every token a
+// mint makes) is hashed from a copy on the stack rather than one on the heap.
+func appendID(b []byte, token string) []byte {
+	var sum [sha256.Size]byte
+	var stack [512]byte
+	if len(token) <= len(stack) {
+		sum = sha256.Sum256(append(stack[:0], token...))
+	} else {
+		sum = sha256.Sum256([]byte(token))
+	}
+	return hex.AppendEncode(b, sum[:idLen/2])
 }
 
 // Redact replaces every token-shaped run in text with its Placeholder (docs/trace.md,

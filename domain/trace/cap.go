@@ -47,8 +47,18 @@ func Cap(s string) string {
 // jsonFits returns the length of the longest prefix of s, cut before a whole character, whose
 // JSON text takes at most limit bytes: len(s) when all of s fits.
 func jsonFits(s string, limit int) int {
+	if len(s)*maxJSONLen <= limit {
+		return len(s) // no byte takes more than maxJSONLen
+	}
 	total := 0
 	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf { // ASCII, the common case, without decoding
+			if total += jsonLen(rune(c), 1); total > limit {
+				return i
+			}
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if total += jsonLen(r, size); total > limit {
 			return i
@@ -57,6 +67,10 @@ func jsonFits(s string, limit int) int {
 	}
 	return len(s)
 }
+
+// maxJSONLen is the most JSON bytes any one byte of a string can take: 6, for a control
+// character or an invalid byte (a three-byte U+2028 takes 6 too, 2 per byte).
+const maxJSONLen = 6
 
 // jsonLen is the most bytes a JSON writer gives the character r, read as size bytes.
 func jsonLen(r rune, size int) int {

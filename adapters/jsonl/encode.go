@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -57,11 +58,13 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, ']'), nil
 	}
-	encoded, err := json.Marshal(v)
-	if err != nil {
+	var encoded bytes.Buffer
+	enc := json.NewEncoder(&encoded)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return b, err
 	}
-	return append(b, encoded...), nil
+	return append(b, bytes.TrimSuffix(encoded.Bytes(), []byte("\n"))...), nil
 }
 
 // appendString appends s as a JSON string the way encoding/json does without HTML escaping:

@@ -83,7 +83,7 @@ func TestAppendFieldsMatchesEncodingJSON(t *testing.T) {
 		{"multi-byte and invalid mixed", []trace.Field{{Key: "s", Value: "é\xffñ\xe2\x82日本\xc0\xaf\xed\xa0\x80😀"}}},
 		{"invalid bytes in a list", []trace.Field{{Key: "l", Value: []string{"ok", "bad\xfe", "\u2028"}}}},
 		{"a key that needs escaping", []trace.Field{{Key: "k\"\n\xff", Value: int64(1)}}},
-		{"another type through encoding/json", []trace.Field{{Key: "float", Value: 1.5}, {Key: "map", Value: map[string]int{"a": 1}}}},
+		{"another type through encoding/json", []trace.Field{{Key: "float", Value: 1.5}, {Key: "map", Value: map[string]string{"<a>": "b&c"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := appendFields(nil, tc.fields)

@@ -153,8 +153,9 @@ func (t *File) Close() error {
 }
 
 // record encodes and redacts the event's own fields outside the lock that serialises writes;
-// only the envelope is built under it. written, when not nil, is called under the lock with
-// the event id of the line once it is written.
+// only the envelope is built under it. Holding the lock while the id and timestamp are taken
+// keeps lines in timestamp order. written, when not nil, is called under the lock with the
+// event id of the line once it is written.
 func (t *File) record(e trace.Event, written func(uuid.UUID)) {
 	buf := lineBuffers.Get().(*lineBuffer)
 	defer lineBuffers.Put(buf)

@@ -54,6 +54,9 @@ func (l lineWriter) Write(p []byte) (int, error) {
 // uncappedKey is the one key whose string value lineWriter leaves whole.
 const uncappedKey = "stack"
 
+// uncappedKeyLiteral is uncappedKey as a JSON string literal, as a key is written.
+var uncappedKeyLiteral = []byte(`"` + uncappedKey + `"`)
+
 // capStrings returns the JSON line with every string value that trace.Cap would change
 // replaced by its capped form. A value that fits and does not end in "]" — the marker's last
 // byte — cannot change, so a short line is returned as it is.
@@ -62,7 +65,7 @@ func capStrings(line []byte) []byte {
 		return line
 	}
 	var out []byte // nil until a value changes
-	copied, key := 0, ""
+	copied, uncapped := 0, false
 	for start := bytes.IndexByte(line, '"'); start >= 0; {
 		end := stringEnd(line, start)
 		if end < 0 {
@@ -70,8 +73,9 @@ func capStrings(line []byte) []byte {
 		}
 		literal := line[start:end]
 		if isKey(line, end) {
-			_ = json.Unmarshal(literal, &key)
-		} else if capped, changed := capLiteral(key, literal); changed {
+			// Keys are the service's own names, which zerolog writes without escapes.
+			uncapped = bytes.Equal(literal, uncappedKeyLiteral)
+		} else if capped, changed := capLiteral(uncapped, literal); changed {
 			out = append(append(out, line[copied:start]...), capped...)
 			copied = end
 		}
@@ -87,11 +91,11 @@ func capStrings(line []byte) []byte {
 	return append(out, line[copied:]...)
 }
 
-// capLiteral returns the JSON string literal that replaces literal, the value of key, and
-// whether it differs.
-func capLiteral(key string, literal []byte) ([]byte, bool) {
+// capLiteral returns the JSON string literal that replaces literal, a value whose key is
+// uncapped or not, and whether it differs.
+func capLiteral(uncapped bool, literal []byte) ([]byte, bool) {
 	inner := literal[1 : len(literal)-1]
-	if key == uncappedKey || (len(inner) <= trace.MaxFieldBytes && !bytes.HasSuffix(inner, []byte("]"))) {
+	if uncapped || (len(inner) <= trace.MaxFieldBytes && !bytes.HasSuffix(inner, []byte("]"))) {
 		return nil, false
 	}
 	// Without an escape the literal's inner bytes are the value (zerolog escapes every

@@ -118,15 +118,16 @@ func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentTyp
 	size int64, content io.Reader, spill func(sent int64) io.Reader) error {
 	setHead(c, status, contentType, headers, size)
 	res := c.Response()
-	rc := http.NewResponseController(res.Writer)
-	_ = rc.SetWriteDeadline(time.Now().Add(sendTimeout))
 	res.WriteHeader(status)
 	rf, direct := res.Writer.(io.ReaderFrom)
 	if size <= smallBody || !direct {
+		// The server's own write timeout, the send timeout, bounds it (limits.Harden).
 		n, err := io.Copy(res.Writer, content)
 		res.Size += n
 		return err
 	}
+	rc := http.NewResponseController(res.Writer)
+	_ = rc.SetWriteDeadline(time.Now().Add(sendTimeout))
 	if err := rc.Flush(); err != nil {
 		return err
 	}

@@ -54,12 +54,19 @@ const maxJobs = 64
 // flag is a usage error, which fs has already reported. ok is false when the caller must
 // return status.
 func parseOrHelp(fs *flag.FlagSet, args []string, stdout io.Writer, help func()) (status int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			help()
-			return exitOK, false
-		}
+	// The flag package prints the usage for -h as well as for a bad flag; help goes to stdout
+	// alone, so the usage is printed here, after the package's error line, for a bad flag only.
+	usage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		help()
+		return exitOK, false
+	case err != nil:
+		usage()
 		return exitUsage, false
 	}
 	return 0, true

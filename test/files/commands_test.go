@@ -93,6 +93,9 @@ func TestUsageErrorsExitTwoAndHelpExitsZero(t *testing.T) {
 		if tc.code == 0 && !strings.Contains(stdout, "Usage") {
 			t.Errorf("resplane %q: the help is not on stdout: %q", tc.args, stdout)
 		}
+		if tc.code == 0 && stderr != "" {
+			t.Errorf("resplane %q: help asked for, yet stderr says %q", tc.args, stderr)
+		}
 	}
 }
 

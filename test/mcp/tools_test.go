@@ -211,8 +211,12 @@ func TestStartingWithoutAServiceOrAFlagFails(t *testing.T) {
 		{[]string{"mcp", "--control", filepath.Join(t.TempDir(), "none.sock")}, 1},
 		{[]string{"mcp", "--help"}, 0},
 	} {
-		if code, stdout, stderr := harness.RunCLI(t, nil, tc.args...); code != tc.code {
+		code, stdout, stderr := harness.RunCLI(t, nil, tc.args...)
+		if code != tc.code {
 			t.Errorf("resplane %q: exit %d, want %d (stdout %q, stderr %q)", tc.args, code, tc.code, stdout, stderr)
+		}
+		if tc.code == 0 && stderr != "" {
+			t.Errorf("resplane %q: help asked for, yet stderr says %q", tc.args, stderr)
 		}
 	}
 }

@@ -56,10 +56,7 @@ func (c *Client) CallTool(ctx context.Context, name string, input []byte) (ports
 // refused turns a non-200 answer into the service's refusal; an answer that is not a
 // refusal body is unreadable.
 func refused(status int, answer []byte) error {
-	var body struct {
-		Error   string `json:"error"`
-		Message string `json:"message"`
-	}
+	var body errorBody
 	if err := json.Unmarshal(answer, &body); err != nil || body.Error == "" {
 		return unreadable(err)
 	}
@@ -72,9 +69,6 @@ func unreachable(err error) error {
 }
 
 func unreadable(err error) error {
-	r := refusal.WithMessage(refusal.ServiceUnreachable, "The control API answered something that is not a tool answer.")
-	if err != nil {
-		r = r.Wrapping(err)
-	}
-	return r
+	return refusal.WithMessage(refusal.ServiceUnreachable,
+		"The control API answered something that is not a tool answer.").Wrapping(err)
 }

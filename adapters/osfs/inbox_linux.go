@@ -51,9 +51,10 @@ const procFD = "/proc/self/fd/"
 //     links it to a temp name and renames that over the name, so a reader sees the earlier
 //     file or the new one, never a mix; only a crash between those two steps leaves the temp
 //     name behind.
-//   - Where the filesystem or kernel refuses O_TMPFILE (EOPNOTSUPP, EISDIR), or /proc/self/fd
-//     is missing, a staged file is instead a new temp file peer-in/.<handle id>-<16 random
-//     hex>.part created with O_CREAT|O_EXCL|O_NOFOLLOW and renamed into place by Commit.
+//   - Where the filesystem or kernel refuses O_TMPFILE (EOPNOTSUPP, EISDIR, EINVAL, as the
+//     spool and the operator's client take them too), or /proc/self/fd is missing, a staged
+//     file is instead a new temp file peer-in/.<handle id>-<16 random hex>.part created with
+//     O_CREAT|O_EXCL|O_NOFOLLOW and renamed into place by Commit.
 //   - Every temp name is locked (flock) by the process that uses it. OpenInbox removes the
 //     temp files earlier processes left: regular files with a temp name, last modified before
 //     this process started and locked by no live process, found and removed through peer-in's
@@ -156,7 +157,7 @@ func (in *Inbox) create(s *stagedFile) error {
 		case err == nil:
 			s.setFile(fd, InboxDir+"/(unnamed)")
 			return nil
-		case err != unix.EOPNOTSUPP && err != unix.EISDIR:
+		case err != unix.EOPNOTSUPP && err != unix.EISDIR && err != unix.EINVAL:
 			return storeFailed("the unnamed file could not be created", err)
 		}
 		in.named.Store(true)
@@ -341,9 +342,5 @@ func storeFailed(what string, cause error) *refusal.Refusal {
 	if errors.As(cause, &errno) {
 		what += ": " + errno.Error()
 	}
-	r := refusal.WithMessage(refusal.IOError, "The fetched file could not be stored: "+what+".")
-	if cause != nil {
-		r = r.Wrapping(cause)
-	}
-	return r
+	return refusal.WithMessage(refusal.IOError, "The fetched file could not be stored: "+what+".").Wrapping(cause)
 }

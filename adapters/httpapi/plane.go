@@ -5,24 +5,19 @@ import (
 	"strings"
 
 	"github.com/resplane/resplane/adapters/httpapi/rawtarget"
-)
-
-// The planes PlaneOf names.
-const (
-	PlaneFiles = "files"
-	PlanePeer  = "peer"
+	"github.com/resplane/resplane/domain/trace"
 )
 
 // PlaneOf names the plane whose route r's raw target is on, by the routing rules
-// (docs/http-api.md, "Routing"): PlaneFiles for /resources/files and beneath it, PlanePeer
-// for /resources/peer and beneath it, "" for every other target. The metrics adapter times
+// (docs/http-api.md, "Routing"): trace.PlaneFiles for /resources/files and beneath it,
+// trace.PlanePeer for /resources/peer and beneath it, "" for every other target. The metrics adapter times
 // requests by it.
 func PlaneOf(r *http.Request) string {
 	switch path := routedPath(r); {
 	case onRoute(path, peerRoute):
-		return PlanePeer
+		return trace.PlanePeer
 	case onRoute(path, filesRoute):
-		return PlaneFiles
+		return trace.PlaneFiles
 	default:
 		return ""
 	}

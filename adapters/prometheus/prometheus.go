@@ -42,12 +42,6 @@ import (
 	"github.com/resplane/resplane/ports"
 )
 
-// The planes, as label values and as InstrumentRequests' planeOf answers them.
-const (
-	PlaneFiles = "files"
-	PlanePeer  = "peer"
-)
-
 // Why a trace sink lost an event, the reason label of resplane_trace_sink_dropped_events_total.
 const (
 	// QueueFull: the fan-out's queue for the sink was full.
@@ -64,9 +58,9 @@ const otherOutcome = "other"
 // The event types counted as requests, by plane, and as tool calls, by tool.
 var (
 	planeOfEvent = map[string]string{
-		trace.ResourceList{}.Type():     PlaneFiles,
-		trace.ResourceRead{}.Type():     PlaneFiles,
-		trace.PeerHandleRedeem{}.Type(): PlanePeer,
+		trace.ResourceList{}.Type():     trace.PlaneFiles,
+		trace.ResourceRead{}.Type():     trace.PlaneFiles,
+		trace.PeerHandleRedeem{}.Type(): trace.PlanePeer,
 	}
 	toolOfEvent = map[string]string{
 		trace.PeerHandleMint{}.Type(): "share-file",
@@ -106,8 +100,8 @@ func New() *Metrics {
 	}, []string{"plane"})
 	m.registry.MustRegister(duration)
 	m.duration = map[string]prom.Observer{
-		PlaneFiles: duration.WithLabelValues(PlaneFiles),
-		PlanePeer:  duration.WithLabelValues(PlanePeer),
+		trace.PlaneFiles: duration.WithLabelValues(trace.PlaneFiles),
+		trace.PlanePeer:  duration.WithLabelValues(trace.PlanePeer),
 	}
 	m.served = m.counterVec("resplane_served_bytes_total", "File bytes served by successful reads and redeems, by plane.", "plane")
 	m.tools = m.counterVec("resplane_tool_calls_total",
@@ -170,8 +164,8 @@ func outcomeLabel(outcome string) string {
 }
 
 // InstrumentRequests wraps the resource listener's handler so that every request planeOf
-// places on a plane (PlaneFiles or PlanePeer; anything else is not timed) is observed in the
-// duration histogram, from the handler's start to its return.
+// places on a plane (trace.PlaneFiles or trace.PlanePeer; anything else is not timed) is
+// observed in the duration histogram, from the handler's start to its return.
 func (m *Metrics) InstrumentRequests(next http.Handler, planeOf func(*http.Request) string) http.Handler {
 	if m == nil {
 		return next

@@ -127,7 +127,7 @@ func TestInstrumentRequestsTimesThePlanesOnly(t *testing.T) {
 			counts[metric.GetLabel()[0].GetValue()] = metric.GetHistogram().GetSampleCount()
 		}
 	}
-	if counts[PlaneFiles] != 2 || counts[PlanePeer] != 1 || len(counts) != 2 {
+	if counts[trace.PlaneFiles] != 2 || counts[trace.PlanePeer] != 1 || len(counts) != 2 {
 		t.Fatalf("observations by plane %v, want files 2 and peer 1 only", counts)
 	}
 }

@@ -25,6 +25,13 @@ type Event interface {
 // OutcomeOK is the outcome of a request that succeeded.
 const OutcomeOK = "ok"
 
+// The planes a request event belongs to, by name: the plane label of the metrics and of the
+// request timing (docs/operator-guide.md, "Metrics and tracing").
+const (
+	PlaneFiles = "files" // resource_list, resource_read
+	PlanePeer  = "peer"  // peer_handle_redeem
+)
+
 // Outcome returns the outcome and reason fields for a result: "ok" and null on success,
 // otherwise the refusal's code and message (refusal.From: an error that is not a refusal is
 // io_error with its generic message), so no unvetted text — no cause — reaches the trace.

@@ -14,10 +14,10 @@
 //     event was recorded (trace.Stamped), its attributes are murmur.session_id and, for every
 //     field of the event that is not null, murmur.<field>. A span whose outcome is not ok has
 //     the status Error, described by the outcome.
-//   - No token reaches a span: every string attribute passes through the handle redactor, like
-//     a trace.jsonl line, and the events carry handle ids, never tokens. Strings are made valid
-//     UTF-8 (each invalid byte becomes U+FFFD), so one hostile path cannot make a batch
-//     unencodable.
+//   - No token reaches a span: every string of an event's Fields has passed through the handle
+//     redactor already (trace.Text), the session id passes through it here, and the events
+//     carry handle ids, never tokens. Strings are made valid UTF-8 (each invalid byte becomes
+//     U+FFFD), so one hostile path cannot make a batch unencodable.
 //   - Bounded: Batching, from the standard OTEL_BSP_* variables, is what the fan-out's queue
 //     for this sink must be built with: at most OTEL_BSP_MAX_QUEUE_SIZE events wait (2048 by
 //     default) — beyond that the fan-out drops and counts them — and a batch is flushed when
@@ -169,7 +169,7 @@ func newSink(provider *sdktrace.TracerProvider, cfg Config) *Sink {
 		provider:  provider,
 		tracer:    provider.Tracer(instrumentation),
 		clock:     cfg.Clock,
-		sessionID: attribute.String(AttributePrefix+"session_id", clean(cfg.SessionID)),
+		sessionID: attribute.String(AttributePrefix+"session_id", handle.Redact(valid(cfg.SessionID))),
 		scratch:   sync.Pool{New: func() any { return new(scratch) }},
 	}
 }
@@ -221,7 +221,7 @@ func (s *Sink) Record(e trace.Event) {
 	clear(attrs)
 	sc.attrs = attrs
 	if failed != "" {
-		span.SetStatus(codes.Error, clean(failed))
+		span.SetStatus(codes.Error, valid(failed))
 	}
 	span.End(sc.end[:]...)
 }
@@ -258,7 +258,7 @@ var attributeKeys = func() map[string]attribute.Key {
 	return keys
 }()
 
-// attributeOf is field f as an attribute: its key under AttributePrefix, strings cleaned; a
+// attributeOf is field f as an attribute: its key under AttributePrefix, strings made valid; a
 // null field has no attribute.
 func attributeOf(f trace.Field) (attribute.KeyValue, bool) {
 	key, ok := attributeKeys[f.Key]
@@ -267,7 +267,7 @@ func attributeOf(f trace.Field) (attribute.KeyValue, bool) {
 	}
 	switch v := f.Value.(type) {
 	case string:
-		return key.String(clean(v)), true
+		return key.String(valid(v)), true
 	case int64:
 		return key.Int64(v), true
 	case uint64:
@@ -278,21 +278,22 @@ func attributeOf(f trace.Field) (attribute.KeyValue, bool) {
 	case bool:
 		return key.Bool(v), true
 	case []string:
-		cleaned := make([]string, len(v))
+		valids := make([]string, len(v))
 		for i, s := range v {
-			cleaned[i] = clean(s)
+			valids[i] = valid(s)
 		}
-		return key.StringSlice(cleaned), true
+		return key.StringSlice(valids), true
 	default: // nil: the field is null
 		return attribute.KeyValue{}, false
 	}
 }
 
-// clean makes s valid UTF-8 the way trace.jsonl does (each invalid byte becomes U+FFFD) and
-// redacts every token in it.
-func clean(s string) string {
+// valid makes s valid UTF-8 the way trace.jsonl does (each invalid byte becomes U+FFFD). An
+// event's strings need nothing more: its Fields has redacted and capped them already
+// (trace.Text).
+func valid(s string) string {
 	if !utf8.ValidString(s) {
 		s = string([]rune(s))
 	}
-	return handle.Redact(s)
+	return s
 }

@@ -54,7 +54,7 @@ func (l *listener) path() string { return filepath.Join(l.dir.Name(), l.name) }
 
 // bind removes a stale socket and binds a new one.
 func (l *listener) bind() (*net.UnixListener, error) {
-	addr := "/proc/self/fd/" + strconv.Itoa(int(l.dir.Fd())) + "/" + l.name
+	addr := beneathFD(l.dir, l.name)
 	if l.name == "" || l.name == "." || l.name == ".." || filepath.Base(l.name) != l.name {
 		return nil, fmt.Errorf("the control socket %s: %q is not a file name", l.path(), l.name)
 	}
@@ -156,5 +156,11 @@ func withAddress(path string, use func(addr string) error) error {
 		return err
 	}
 	defer dir.Close()
-	return use("/proc/self/fd/" + strconv.Itoa(int(dir.Fd())) + "/" + filepath.Base(path))
+	return use(beneathFD(dir, filepath.Base(path)))
+}
+
+// beneathFD is the path of name in the open directory dir, through /proc/self/fd: short
+// whatever dir's own path, and never re-resolved through it.
+func beneathFD(dir *os.File, name string) string {
+	return "/proc/self/fd/" + strconv.Itoa(int(dir.Fd())) + "/" + name
 }

@@ -46,13 +46,12 @@ func Open(dir string) (*Dir, error) {
 // dir from then on, closing it on failure. The error names the directory; it is meant for
 // the operator at startup.
 func OpenDirectory(dir *os.File) (*Dir, error) {
-	fd, err := unix.Dup(int(dir.Fd()))
+	fd, err := unix.FcntlInt(dir.Fd(), unix.F_DUPFD_CLOEXEC, 0) // close-on-exec from the start
 	name := dir.Name()
 	_ = dir.Close()
 	if err != nil {
 		return nil, fmt.Errorf("taking the spool directory %s: %w", name, err)
 	}
-	unix.CloseOnExec(fd)
 	probe, err := openUnnamed(fd)
 	if err != nil {
 		unix.Close(fd)

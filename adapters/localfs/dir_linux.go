@@ -92,6 +92,21 @@ func openDir(dir int, name string) (int, error) {
 	return retry(func() (int, error) { return unix.Openat(dir, name, dirFlags, 0) })
 }
 
+// regularAt stats name in dir without following a symlink: missing when nothing is there, a
+// refusal when something other than a regular file is.
+func regularAt(dir int, name string) (st unix.Stat_t, missing bool, err error) {
+	st, err = lstatAt(dir, name)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return st, true, nil
+	case err != nil:
+		return st, false, refuse(err)
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return st, false, notRegular(st.Mode)
+	}
+	return st, false, nil
+}
+
 // lstatAt stats name in dir without following a symlink.
 func lstatAt(dir int, name string) (unix.Stat_t, error) {
 	var st unix.Stat_t
@@ -121,14 +136,12 @@ func (d *Dir) Compare(rel pathpolicy.RelPath, size int64, sum string) (ports.Loc
 		return 0, err
 	}
 	defer unix.Close(dir)
-	st, err := lstatAt(dir, name)
+	st, missing, err := regularAt(dir, name)
 	switch {
-	case errors.Is(err, unix.ENOENT):
-		return ports.LocalMissing, nil
 	case err != nil:
-		return 0, refuse(err)
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return 0, notRegular(st.Mode)
+		return 0, err
+	case missing:
+		return ports.LocalMissing, nil
 	case st.Size != size:
 		return ports.LocalDifferent, nil
 	}
@@ -162,15 +175,9 @@ func (d *Dir) Stage(rel pathpolicy.RelPath) (ports.Landing, error) {
 // stage checks that name in dir (whose descriptor it takes over) is missing or a regular file
 // and creates the temp file that will replace it.
 func stage(dir int, name string) (ports.Landing, error) {
-	st, err := lstatAt(dir, name)
-	switch {
-	case errors.Is(err, unix.ENOENT):
-	case err != nil:
+	if _, _, err := regularAt(dir, name); err != nil {
 		unix.Close(dir)
-		return nil, refuse(err)
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		unix.Close(dir)
-		return nil, notRegular(st.Mode)
+		return nil, err
 	}
 	var random [8]byte
 	_, _ = rand.Read(random[:])
@@ -293,14 +300,8 @@ func (d *Dir) Delete(rel pathpolicy.RelPath) error {
 		return err
 	}
 	defer unix.Close(dir)
-	st, err := lstatAt(dir, name)
-	switch {
-	case errors.Is(err, unix.ENOENT):
-		return nil
-	case err != nil:
-		return refuse(err)
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return notRegular(st.Mode)
+	if _, missing, err := regularAt(dir, name); err != nil || missing {
+		return err
 	}
 	if err := retryErr(func() error { return unix.Unlinkat(dir, name, 0) }); err != nil && !errors.Is(err, unix.ENOENT) {
 		return refuse(err)
@@ -314,9 +315,6 @@ func (d *Dir) Delete(rel pathpolicy.RelPath) error {
 func refuse(err error) *refusal.Refusal {
 	var errno unix.Errno
 	if !errors.As(err, &errno) {
-		if r, ok := refusal.As(err); ok {
-			return r
-		}
 		return refusal.WithMessage(refusal.IOError, "The local file could not be used.").Wrapping(err)
 	}
 	var r *refusal.Refusal

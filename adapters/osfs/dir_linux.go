@@ -137,12 +137,19 @@ func appendDirents(entries []resolve.Entry, dirfd int, buf []byte) []resolve.Ent
 	return entries
 }
 
+// openDirAt opens the directory name in dirfd, for listing and as an *at anchor, never
+// through a symlink: a symlink, or anything else that is not a directory, fails (a symlink
+// with ENOTDIR or ELOOP).
+func openDirAt(dirfd int, name string) (int, error) {
+	return retry(func() (int, error) {
+		return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+}
+
 // OpenDir opens name for listing with O_RDONLY|O_DIRECTORY|O_NOFOLLOW: a symlink, or
 // anything else that is not a directory, fails.
 func (d *dirFD) OpenDir(name string) (resolve.Dir, error) {
-	fd, err := retry(func() (int, error) {
-		return unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	})
+	fd, err := openDirAt(d.fd, name)
 	if err != nil {
 		return nil, refuse(err)
 	}

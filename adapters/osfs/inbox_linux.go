@@ -116,9 +116,7 @@ func (in *Inbox) openDir() (int, error) {
 	if err := retryErr(func() error { return unix.Mkdirat(in.workdir, InboxDir, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
 		return -1, storeFailed("peer-in could not be created", err)
 	}
-	dir, err := retry(func() (int, error) {
-		return unix.Openat(in.workdir, InboxDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	})
+	dir, err := openDirAt(in.workdir, InboxDir)
 	if err != nil {
 		return -1, storeFailed("peer-in is not a directory or cannot be opened", err)
 	}
@@ -296,9 +294,7 @@ func (s *stagedFile) Discard() {
 // sweep removes the temp files earlier processes left in peer-in (see Inbox). Failures are
 // ignored: a leftover it cannot remove is clutter, not a partial file under a stored name.
 func (in *Inbox) sweep() {
-	dir, err := retry(func() (int, error) {
-		return unix.Openat(in.workdir, InboxDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	})
+	dir, err := openDirAt(in.workdir, InboxDir)
 	if err != nil {
 		return
 	}

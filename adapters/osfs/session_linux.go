@@ -118,9 +118,7 @@ func makeOpenDir(dirfd int, name, path, what string) (int, error) {
 	if err := retryErr(func() error { return unix.Mkdirat(dirfd, name, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
 		return -1, fmt.Errorf("creating %s %s: %w", what, path, err)
 	}
-	fd, err := retry(func() (int, error) {
-		return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	})
+	fd, err := openDirAt(dirfd, name)
 	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 		// O_DIRECTORY reports a symlink as ENOTDIR; tell the two apart for the message.
 		problem := "is not a directory"

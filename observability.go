@@ -13,6 +13,7 @@ import (
 
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/fanout"
+	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/otel"
 	"github.com/resplane/resplane/adapters/prometheus"
@@ -42,9 +43,8 @@ const (
 	metricsMaxConns = 16
 	// metricsWriteTimeout bounds writing one answer on the metrics listener.
 	metricsWriteTimeout = 30 * time.Second
-	// metricsMaxHeaderBytes bounds a request's header block on the metrics listener to 8 KiB,
-	// net/http's 4 KiB of slack included.
-	metricsMaxHeaderBytes = 8<<10 - 4096
+	// metricsMaxHeaderBlock bounds a request's line and header block on the metrics listener.
+	metricsMaxHeaderBlock = 8 << 10
 )
 
 // provideMetrics builds the metrics when --metrics-listen is given, and watches the three
@@ -150,7 +150,7 @@ func provideMetricsServer(o Observability, lim Limits, metrics *prometheus.Metri
 			ReadHeaderTimeout: lim.ReadHeaderTimeout,
 			WriteTimeout:      metricsWriteTimeout,
 			IdleTimeout:       lim.ReadHeaderTimeout,
-			MaxHeaderBytes:    metricsMaxHeaderBytes,
+			MaxHeaderBytes:    limits.MaxHeaderBytesFor(metricsMaxHeaderBlock),
 			ErrorLog:          errorLog,
 		},
 		ln: netutil.LimitListener(o.MetricsListener, metricsMaxConns),

@@ -42,6 +42,10 @@ const (
 // (Server.initialReadLimitSize: MaxHeaderBytes + 4096).
 const netHTTPHeaderSlack = 4096
 
+// MaxHeaderBytesFor is the http.Server.MaxHeaderBytes under which net/http reads at most block
+// bytes of request line and header block, its slack included.
+func MaxHeaderBytesFor(block int) int { return block - netHTTPHeaderSlack }
+
 // Options are the tunable limits. A zero or negative value takes the default.
 type Options struct {
 	ReadHeaderTimeout time.Duration // default DefaultReadHeaderTimeout
@@ -76,7 +80,7 @@ func Harden(srv *http.Server, opts Options) {
 	srv.WriteTimeout = write
 	srv.ReadTimeout = readHeader + write
 	srv.IdleTimeout = readHeader
-	srv.MaxHeaderBytes = MaxHeaderBlock - netHTTPHeaderSlack
+	srv.MaxHeaderBytes = MaxHeaderBytesFor(MaxHeaderBlock)
 	if prev := srv.ConnContext; prev != nil {
 		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 			return rawtarget.ConnContext(prev(ctx, c), c)

@@ -4,9 +4,10 @@
 // Sink is a ports.TraceSink: the fan-out (adapters/fanout) hands it every event, and it makes
 // one span of it with the SDK's tracer — named after the event type, with the event's fields as
 // murmur.* attributes. The spans wait in the tracer provider's span processor until the fan-out
-// ends a batch (Flush), which hands them to the SDK's OTLP/HTTP exporter in requests of up to
-// OTEL_BSP_MAX_EXPORT_BATCH_SIZE spans. The events queue in the fan-out (Batching says how);
-// there is no second queue and no goroutine of the Sink's own.
+// ends a batch (Flush), which encodes them as OTLP protobuf (the exporter, otlp.go) and has the
+// SDK's OTLP/HTTP client send them, in requests of up to OTEL_BSP_MAX_EXPORT_BATCH_SIZE spans.
+// The events queue in the fan-out (Batching says how); there is no second queue and no
+// goroutine of the Sink's own.
 //
 // Guarantees:
 //
@@ -74,8 +75,8 @@ import (
 // ServiceName is the resource's service.name unless OTEL_SERVICE_NAME names another.
 const ServiceName = "resplane"
 
-// instrumentation names the tracer that makes the spans.
-const instrumentation = "github.com/resplane/resplane/adapters/otel"
+// tracerName names the tracer that makes the spans.
+const tracerName = "github.com/resplane/resplane/adapters/otel"
 
 // AttributePrefix is put before every event field's name to make its attribute key.
 const AttributePrefix = "murmur."
@@ -140,7 +141,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	otelapi.SetErrorHandler(otelapi.ErrorHandlerFunc(onError))
 	otelapi.SetLogger(funcr.New(func(prefix, args string) { onError(fmt.Errorf("%s%s", prefix, args)) }, funcr.Options{}))
 
-	exporter, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.Endpoint))
+	exporter, err := newExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(cfg.Endpoint)))
 	if err != nil {
 		return nil, fmt.Errorf("otel: %w", err)
 	}
@@ -167,7 +168,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 func newSink(provider *sdktrace.TracerProvider, cfg Config) *Sink {
 	return &Sink{
 		provider:  provider,
-		tracer:    provider.Tracer(instrumentation),
+		tracer:    provider.Tracer(tracerName),
 		clock:     cfg.Clock,
 		sessionID: attribute.String(AttributePrefix+"session_id", handle.Redact(valid(cfg.SessionID))),
 		scratch:   sync.Pool{New: func() any { return new(scratch) }},

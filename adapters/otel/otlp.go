@@ -179,12 +179,12 @@ func appendResourceSpans(b []byte, spans []sdktrace.ReadOnlySpan) []byte {
 func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	sc := s.SpanContext()
 	traceID, spanID := sc.TraceID(), sc.SpanID()
-	b = appendBytes(b, spanTraceID, traceID[:])
-	b = appendBytes(b, spanSpanID, spanID[:])
+	b = appendID(b, spanTraceID, traceID[:])
+	b = appendID(b, spanSpanID, spanID[:])
 	b = appendString(b, spanTraceState, sc.TraceState().String())
 	parent := s.Parent()
 	if id := parent.SpanID(); id.IsValid() {
-		b = appendBytes(b, spanParentSpanID, id[:])
+		b = appendID(b, spanParentSpanID, id[:])
 	}
 	b = appendString(b, spanName, s.Name())
 	b = appendUint(b, spanKind, uint64(kindOf(s.SpanKind())))
@@ -210,8 +210,8 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 		mark := 0
 		b, mark = openMessage(b, spanLinks)
 		linkTrace, linkSpan := link.SpanContext.TraceID(), link.SpanContext.SpanID()
-		b = appendBytes(b, linkTraceID, linkTrace[:])
-		b = appendBytes(b, linkSpanID, linkSpan[:])
+		b = appendID(b, linkTraceID, linkTrace[:])
+		b = appendID(b, linkSpanID, linkSpan[:])
 		for _, kv := range link.Attributes {
 			b = appendKeyValue(b, linkAttributes, kv)
 		}
@@ -327,41 +327,38 @@ func closeMessage(b []byte, mark int) []byte {
 	return b
 }
 
-// appendString, appendBytes, appendUint, appendFixed64 and appendFixed32 append a scalar field
-// of a message, leaving out a zero value as protobuf's proto3 fields do.
+// appendString, appendUint, appendFixed64 and appendFixed32 append a scalar field of a
+// message, leaving out a zero value as protobuf's proto3 fields do.
 func appendString(b []byte, num protowire.Number, v string) []byte {
-	if v == "" {
-		return b
-	}
-	return protowire.AppendString(protowire.AppendTag(b, num, protowire.BytesType), v)
-}
-
-func appendBytes(b []byte, num protowire.Number, v []byte) []byte {
-	if len(v) == 0 {
-		return b
-	}
-	return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
+	return appendNonZero(b, num, protowire.BytesType, v, protowire.AppendString)
 }
 
 func appendUint(b []byte, num protowire.Number, v uint64) []byte {
-	if v == 0 {
-		return b
-	}
-	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), v)
+	return appendNonZero(b, num, protowire.VarintType, v, protowire.AppendVarint)
 }
 
 func appendFixed64(b []byte, num protowire.Number, v uint64) []byte {
-	if v == 0 {
-		return b
-	}
-	return protowire.AppendFixed64(protowire.AppendTag(b, num, protowire.Fixed64Type), v)
+	return appendNonZero(b, num, protowire.Fixed64Type, v, protowire.AppendFixed64)
 }
 
 func appendFixed32(b []byte, num protowire.Number, v uint32) []byte {
-	if v == 0 {
+	return appendNonZero(b, num, protowire.Fixed32Type, v, protowire.AppendFixed32)
+}
+
+// appendNonZero appends field num of wire type typ, written by appendValue, unless v is its
+// type's zero value.
+func appendNonZero[T comparable](b []byte, num protowire.Number, typ protowire.Type, v T, appendValue func([]byte, T) []byte) []byte {
+	var zero T
+	if v == zero {
 		return b
 	}
-	return protowire.AppendFixed32(protowire.AppendTag(b, num, protowire.Fixed32Type), v)
+	return appendValue(protowire.AppendTag(b, num, typ), v)
+}
+
+// appendID appends a trace or span id, always: an id is a fixed-size array, which the SDK
+// sends even when it is all zeros (an invalid link's).
+func appendID(b []byte, num protowire.Number, id []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), id)
 }
 
 // unixNanos is a moment in nanoseconds since the epoch, none before it.

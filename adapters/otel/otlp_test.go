@@ -1,6 +1,7 @@
 package otel
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"testing"
@@ -168,5 +169,24 @@ func TestABatchWithNoSpanSendsNothing(t *testing.T) {
 	}
 	if n := len(receiver.Bodies()); n != 0 {
 		t.Fatalf("%d export requests for no span, want none", n)
+	}
+}
+
+func TestTheStandardExporterVariablesShapeTheRequests(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-team=agents,authorization=Bearer%20collector-key")
+	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+	receiver := harness.NewOTLPReceiver(t)
+	sink, failed := exporting(t, receiver)
+	sink.Record(trace.ResourceRead{Path: "a.txt", Bytes: 1})
+	shutdown(t, sink)
+	if spans := receiver.Spans(); len(spans) != 1 || spans[0].Name != "resource_read" || failed.Load() != 0 {
+		t.Fatalf("received %+v (%d failed), want the one resource_read span", spans, failed.Load())
+	}
+	head, body := receiver.Headers()[0], receiver.Bodies()[0]
+	if head.Get("X-Team") != "agents" || head.Get("Authorization") != "Bearer collector-key" {
+		t.Errorf("the request's headers are %v, want those of OTEL_EXPORTER_OTLP_TRACES_HEADERS", head)
+	}
+	if head.Get("Content-Encoding") != "gzip" || !bytes.HasPrefix(body, []byte{0x1f, 0x8b}) {
+		t.Errorf("the body is not gzip-compressed (Content-Encoding %q), as OTEL_EXPORTER_OTLP_COMPRESSION asks", head.Get("Content-Encoding"))
 	}
 }

@@ -18,13 +18,14 @@ import (
 
 // OTLPReceiver is an OpenTelemetry collector inside the test process: it answers OTLP/HTTP
 // exports at /v1/traces, decodes each request's protobuf body (gzip-compressed or not) with
-// the OTLP protocol's own types, and keeps every span and every raw body.
+// the OTLP protocol's own types, and keeps every span and every raw body with its headers.
 type OTLPReceiver struct {
 	srv *httptest.Server
 
 	mu     sync.Mutex
 	spans  []Span
 	bodies [][]byte
+	heads  []http.Header
 	status int
 }
 
@@ -76,6 +77,13 @@ func (r *OTLPReceiver) Bodies() [][]byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([][]byte(nil), r.bodies...)
+}
+
+// Headers returns the headers of every export request Bodies returns, in the same order.
+func (r *OTLPReceiver) Headers() []http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]http.Header(nil), r.heads...)
 }
 
 // WaitForSpans waits (up to 10 s) until at least n spans have arrived and returns them all.
@@ -139,6 +147,7 @@ func (r *OTLPReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	r.bodies = append(r.bodies, raw)
+	r.heads = append(r.heads, req.Header.Clone())
 	r.spans = append(r.spans, spans...)
 	r.mu.Unlock()
 	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})

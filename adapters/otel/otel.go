@@ -61,7 +61,6 @@ import (
 	otelapi "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -141,7 +140,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	otelapi.SetErrorHandler(otelapi.ErrorHandlerFunc(onError))
 	otelapi.SetLogger(funcr.New(func(prefix, args string) { onError(fmt.Errorf("%s%s", prefix, args)) }, funcr.Options{}))
 
-	exporter, err := newExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(cfg.Endpoint)))
+	exporter, err := newExporter(ctx, cfg.Endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("otel: %w", err)
 	}

@@ -74,7 +74,7 @@ func BenchmarkSpan(b *testing.B) {
 // benchExporter is the service's exporter posting to a collector that drains each request and
 // answers 200.
 func benchExporter(b *testing.B) sdktrace.SpanExporter {
-	exporter, err := newExporter(context.Background(), otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(benchCollector(b))))
+	exporter, err := newExporter(context.Background(), benchCollector(b))
 	if err != nil {
 		b.Fatal(err)
 	}

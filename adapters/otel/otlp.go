@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -51,8 +51,10 @@ type exporter struct {
 
 var _ sdktrace.SpanExporter = (*exporter)(nil)
 
-// newExporter starts client and returns the exporter over it.
-func newExporter(ctx context.Context, client otlptrace.Client) (*exporter, error) {
+// newExporter starts the SDK's OTLP/HTTP client for endpoint, the full URL spans are posted to,
+// and returns the exporter over it.
+func newExporter(ctx context.Context, endpoint string) (*exporter, error) {
+	client := otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(endpoint))
 	if err := client.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -64,9 +66,8 @@ func newExporter(ctx context.Context, client otlptrace.Client) (*exporter, error
 func (e *exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var groups []*tracepb.ResourceSpans
 	e.buf = e.buf[:0]
-	var marks []int // where each group's bytes end in buf
+	var ends []int // where each run of spans of one origin ends in buf
 	for i := 0; i < len(spans); {
 		if spans[i] == nil {
 			i++
@@ -74,20 +75,20 @@ func (e *exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 		}
 		n := sameOrigin(spans[i:])
 		e.buf = appendResourceSpans(e.buf, spans[i:i+n])
-		marks = append(marks, len(e.buf))
+		ends = append(ends, len(e.buf))
 		i += n
 	}
-	start := 0
-	for _, end := range marks {
-		// The client marshals what it is handed, unknown fields included, byte for byte: the
-		// group's encoded fields ride there, and the message it sends is an ordinary one.
-		group := new(tracepb.ResourceSpans)
-		group.ProtoReflect().SetUnknown(e.buf[start:end:end])
-		groups = append(groups, group)
-		start = end
-	}
-	if len(groups) == 0 {
+	if len(ends) == 0 {
 		return nil
+	}
+	groups := make([]*tracepb.ResourceSpans, len(ends))
+	start := 0
+	for k, end := range ends {
+		// The client marshals what it is handed, unknown fields included, byte for byte: the
+		// run's encoded fields ride there, and the message it sends is an ordinary one.
+		groups[k] = new(tracepb.ResourceSpans)
+		groups[k].ProtoReflect().SetUnknown(e.buf[start:end:end])
+		start = end
 	}
 	if err := e.client.UploadTraces(ctx, groups); err != nil {
 		return fmt.Errorf("traces export: %w", err)
@@ -104,14 +105,10 @@ func (e *exporter) Shutdown(ctx context.Context) error { return e.client.Stop(ct
 func sameOrigin(spans []sdktrace.ReadOnlySpan) int {
 	res, scope := spans[0].Resource(), spans[0].InstrumentationScope()
 	n := 1
-	for n < len(spans) && spans[n] != nil && sameResource(spans[n].Resource(), res) && spans[n].InstrumentationScope() == scope {
+	for n < len(spans) && spans[n] != nil && spans[n].Resource().Equal(res) && spans[n].InstrumentationScope() == scope {
 		n++
 	}
 	return n
-}
-
-func sameResource(a, b *resource.Resource) bool {
-	return a == b || a.Equal(b)
 }
 
 // The field numbers of the OTLP messages this file writes (opentelemetry/proto/*/v1).
@@ -143,14 +140,12 @@ const (
 // resource and an instrumentation scope.
 func appendResourceSpans(b []byte, spans []sdktrace.ReadOnlySpan) []byte {
 	res, scope := spans[0].Resource(), spans[0].InstrumentationScope()
-	if res != nil {
-		mark := 0
-		b, mark = openMessage(b, resourceSpansResource)
-		for iter := res.Iter(); iter.Next(); {
-			b = appendKeyValue(b, resourceAttributes, iter.Attribute())
-		}
-		b = closeMessage(b, mark)
+	// A tracer provider always has a resource (the SDK's default when none is given).
+	b, resourceMark := openMessage(b, resourceSpansResource)
+	for iter := res.Iter(); iter.Next(); {
+		b = appendKeyValue(b, resourceAttributes, iter.Attribute())
 	}
+	b = closeMessage(b, resourceMark)
 	b, scopeMark := openMessage(b, resourceSpansScopeSpans)
 	if scope != (instrumentation.Scope{}) {
 		mark := 0
@@ -169,10 +164,7 @@ func appendResourceSpans(b []byte, spans []sdktrace.ReadOnlySpan) []byte {
 	}
 	b = appendString(b, scopeSpansSchemaURL, scope.SchemaURL)
 	b = closeMessage(b, scopeMark)
-	if res != nil {
-		b = appendString(b, resourceSpansSchemaURL, res.SchemaURL())
-	}
-	return b
+	return appendString(b, resourceSpansSchemaURL, res.SchemaURL())
 }
 
 // appendSpan appends the fields of one Span.

@@ -101,10 +101,10 @@ func detailedSpans(t *testing.T) []sdktrace.ReadOnlySpan {
 }
 
 // exported is the request an exporter posts for spans, decoded.
-func exported(t *testing.T, newExporter func(ctx context.Context, endpoint string) sdktrace.SpanExporter, spans []sdktrace.ReadOnlySpan) *coltrace.ExportTraceServiceRequest {
+func exported(t *testing.T, makeExporter func(ctx context.Context, endpoint string) sdktrace.SpanExporter, spans []sdktrace.ReadOnlySpan) *coltrace.ExportTraceServiceRequest {
 	t.Helper()
 	receiver := harness.NewOTLPReceiver(t)
-	exporter := newExporter(context.Background(), receiver.URL()+"/v1/traces")
+	exporter := makeExporter(context.Background(), receiver.URL()+"/v1/traces")
 	if err := exporter.ExportSpans(context.Background(), spans); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestTheEncodingIsTheSDKs(t *testing.T) {
 		return exporter
 	}
 	ours := func(ctx context.Context, endpoint string) sdktrace.SpanExporter {
-		exporter, err := newExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(endpoint)))
+		exporter, err := newExporter(ctx, endpoint)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestTheEncodingIsTheSDKs(t *testing.T) {
 
 func TestABatchWithNoSpanSendsNothing(t *testing.T) {
 	receiver := harness.NewOTLPReceiver(t)
-	exporter, err := newExporter(context.Background(), otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(receiver.URL()+"/v1/traces")))
+	exporter, err := newExporter(context.Background(), receiver.URL()+"/v1/traces")
 	if err != nil {
 		t.Fatal(err)
 	}

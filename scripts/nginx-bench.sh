@@ -35,32 +35,14 @@ base_ref=${BASE_REF:-main}
 only=${ONLY:-.}
 out_dir=${OUT_DIR:-tmp/nginx-bench}
 
-if ! command -v nginx >/dev/null 2>&1 || ! command -v wrk >/dev/null 2>&1; then
-	echo "nginx-bench.sh: installing nginx and wrk from the distribution's packages" >&2
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx wrk >/dev/null
-fi
-if (($(nproc) < 2)); then
-	echo "nginx-bench.sh: needs two CPUs (one for the server, one for wrk)" >&2
-	exit 1
-fi
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+SCRIPT=nginx-bench.sh
+# shellcheck source=scripts/pinned.sh
+source scripts/pinned.sh
+pinned_setup nginx wrk
 
 # Binaries: this tree, and BASE_REF from git's objects (nothing in any worktree is touched).
 go build -trimpath -o "$work/resplane-new" ./cmd/resplane
-mkdir -p "$work/base-src"
-git archive "$base_ref" | tar -x -C "$work/base-src"
-(cd "$work/base-src" && go build -trimpath -o "$work/resplane-base" ./cmd/resplane)
+build_ref "$base_ref" "$work/resplane-base"
 
 # The capsule: out/ holds the two files, shared with itself on the peer plane.
 mkdir -p "$work/wd/out"
@@ -148,10 +130,6 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 nginx_pid=$(pgrep -P "$nginx_master" | head -1)
-
-# cpu_ticks PID: the process's user + system time so far, in clock ticks.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
 
 # Targets: name|port|server pid|path|extra header
 targets=(

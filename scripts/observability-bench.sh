@@ -38,34 +38,14 @@ base_ref=${BASE_REF:-}
 also_gogc=${ALSO_GOGC:-}
 out_dir=${OUT_DIR:-tmp/observability-bench}
 
-if ! command -v wrk >/dev/null 2>&1; then
-	echo "observability-bench.sh: installing wrk from the distribution's packages" >&2
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
-fi
-if (($(nproc) < 2)); then
-	echo "observability-bench.sh: needs two CPUs (one for the servers, one for wrk)" >&2
-	exit 1
-fi
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+SCRIPT=observability-bench.sh
+# shellcheck source=scripts/pinned.sh
+source scripts/pinned.sh
+pinned_setup wrk
 
 go build -trimpath -o "$work/resplane-new" ./cmd/resplane
 go build -trimpath -o "$work/otlpsink" ./scripts/otlpsink
-if [[ -n $base_ref ]]; then
-	mkdir -p "$work/base-src"
-	git archive "$base_ref" | tar -x -C "$work/base-src"
-	(cd "$work/base-src" && go build -trimpath -o "$work/resplane-base" ./cmd/resplane)
-fi
+[[ -z $base_ref ]] || build_ref "$base_ref" "$work/resplane-base"
 
 mkdir -p "$work/wd/out"
 head -c 1024 /dev/urandom >"$work/wd/out/1k.bin"
@@ -123,10 +103,6 @@ for spec in "${servers[@]}"; do
 	[[ -s $work/$name/ready ]] || { echo "observability-bench.sh: $name did not start:" >&2; cat "$work/$name/stderr" >&2; exit 1; }
 	port[$name]=$(sed 's/.*"listen":"127\.0\.0\.1:\([0-9]*\)".*/\1/' "$work/$name/ready")
 done
-
-# cpu_ticks PID: the process's user + system time so far, in clock ticks.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
 
 declare -A rps_total ticks requests served
 # turn NAME DURATION: one wrk run against NAME; prints "req/s requests CPU-ticks".

@@ -1,0 +1,51 @@
+# shellcheck shell=bash
+# What the one-core comparisons (scripts/nginx-bench.sh, scripts/observability-bench.sh) share:
+# sourced, never run. The caller sets SCRIPT (its name, for messages) before sourcing it.
+#
+#   pinned_setup COMMAND...  installs each missing COMMAND from the distribution's package of
+#                            the same name (apt-get, as root), requires two CPUs (one for the
+#                            servers, one for wrk), and makes $work, a temporary directory
+#                            removed at exit, after every process in $pids is stopped
+#   build_ref REF OUT        builds cmd/resplane of git ref REF from git's objects into OUT,
+#                            touching no worktree
+#   cpu_ticks PID            the process's user + system time so far, in clock ticks ($hz a
+#                            second)
+
+pinned_setup() {
+	local missing=() command
+	for command in "$@"; do
+		command -v "$command" >/dev/null 2>&1 || missing+=("$command")
+	done
+	if ((${#missing[@]} > 0)); then
+		echo "$SCRIPT: installing ${missing[*]} from the distribution's packages" >&2
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	fi
+	if (($(nproc) < 2)); then
+		echo "$SCRIPT: needs two CPUs (one for the servers, one for wrk)" >&2
+		exit 1
+	fi
+	work=$(mktemp -d)
+	pids=()
+	trap pinned_cleanup EXIT
+}
+
+pinned_cleanup() {
+	local pid
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+
+build_ref() {
+	local src
+	src=$(mktemp -d "$work/src.XXXXXX")
+	git archive "$1" | tar -x -C "$src"
+	(cd "$src" && go build -trimpath -o "$2" ./cmd/resplane)
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# shellcheck disable=SC2034 # read by the scripts that source this file
+hz=$(getconf CLK_TCK)

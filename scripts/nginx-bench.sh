@@ -82,18 +82,8 @@ free_port() {
 start_resplane() {
 	local name=$1 bin=$2 port
 	port=$(free_port)
-	mkdir -p "$work/$name"
-	GOMAXPROCS=1 taskset -c 0 "$bin" serve --manifest "$work/murmur.yaml" --workdir "$work/wd" \
-		--listen "127.0.0.1:$port" --trace "$work/$name/trace.jsonl" --control "$work/$name/control.sock" \
-		>"$work/$name/ready" 2>"$work/$name/stderr" &
-	local pid=$!
-	pids+=("$pid")
-	for _ in $(seq 100); do
-		[[ -s $work/$name/ready ]] && break
-		sleep 0.1
-	done
-	[[ -s $work/$name/ready ]] || { echo "nginx-bench.sh: $name did not start:" >&2; cat "$work/$name/stderr" >&2; exit 1; }
-	local handle
+	serve_pinned "$name" "$bin" "127.0.0.1:$port" ""
+	local pid=$serve_pid handle
 	handle=$("$bin" tool share-file --control "$work/$name/control.sock" --path 1k.bin --peer "localhost:$port" |
 		sed 's/.*"handle":"\([^"]*\)".*/\1/')
 	printf -v "${name}_port" '%s' "$port"

@@ -19,7 +19,7 @@
 #   DURATION     wrk's -d for each turn                (default 4s)
 #   ROUNDS       turns of every server                 (default 8)
 #   CONNECTIONS  wrk's -c                              (default 16)
-#   BASE_REF     a git ref to run with both, as "both-BASE_REF"   (default none)
+#   BASE_REF     a git ref to run with both, as "both-base"       (default none)
 #   ALSO_GOGC    a GOGC value to run off and both with too, as "off-gogcN" and "both-gogcN"
 #                (default none: every server runs with Go's default, or the caller's GOGC)
 #   OUT_DIR      where the report is saved             (default tmp/observability-bench, gitignored)
@@ -76,7 +76,7 @@ servers=(
 	"spans-1in10|new|OTEL_TRACES_SAMPLER=traceidratio OTEL_TRACES_SAMPLER_ARG=0.1|--otel-endpoint $collector/spans-1in10"
 	"off-again|new||"
 )
-[[ -n $base_ref ]] && servers+=("both-$base_ref|base||${metrics[*]} --otel-endpoint $collector/both-$base_ref")
+[[ -n $base_ref ]] && servers+=("both-base|base||${metrics[*]} --otel-endpoint $collector/both-base")
 [[ -n $also_gogc ]] && servers+=(
 	"off-gogc$also_gogc|new|GOGC=$also_gogc|"
 	"both-gogc$also_gogc|new|GOGC=$also_gogc|${metrics[*]} --otel-endpoint $collector/both-gogc$also_gogc"
@@ -89,22 +89,13 @@ for spec in "${servers[@]}"; do
 	names+=("$name")
 	[[ $flags == *--otel-endpoint* ]] && traced[$name]=1
 	[[ $env == *OTEL_TRACES_SAMPLER* ]] && sampled[$name]=1
-	mkdir -p "$work/$name"
-	# shellcheck disable=SC2086 # env and flags are words on purpose
-	env GOMAXPROCS=1 $env taskset -c 0 "$work/resplane-$binary" serve --manifest "$work/murmur.yaml" \
-		--workdir "$work/wd" --listen 127.0.0.1:0 --trace "$work/$name/trace.jsonl" \
-		--control "$work/$name/control.sock" $flags >"$work/$name/ready" 2>"$work/$name/stderr" &
-	pid[$name]=$!
-	pids+=("$!")
-	for _ in $(seq 100); do
-		[[ -s $work/$name/ready ]] && break
-		sleep 0.1
-	done
-	[[ -s $work/$name/ready ]] || { echo "observability-bench.sh: $name did not start:" >&2; cat "$work/$name/stderr" >&2; exit 1; }
+	# shellcheck disable=SC2086 # flags are words on purpose
+	serve_pinned "$name" "$work/resplane-$binary" 127.0.0.1:0 "$env" $flags
+	pid[$name]=$serve_pid
 	port[$name]=$(sed 's/.*"listen":"127\.0\.0\.1:\([0-9]*\)".*/\1/' "$work/$name/ready")
 done
 
-declare -A rps_total ticks requests served
+declare -A rps_total ticks requests warmup
 # turn NAME DURATION: one wrk run against NAME; prints "req/s requests CPU-ticks".
 turn() {
 	local before out
@@ -129,7 +120,7 @@ report=$out_dir/observability-bench-$(date -u +%Y%m%dT%H%M%SZ).txt
 for name in "${names[@]}"; do # warm up: the first turn of a fresh process is not measured
 	result=$(turn "$name" 1s)
 	read -r _ done_ _ <<<"$result"
-	served[$name]=$done_
+	warmup[$name]=$done_
 done
 for round in $(seq "$rounds"); do
 	for name in $(printf '%s\n' "${names[@]}" | shuf); do
@@ -140,7 +131,6 @@ for round in $(seq "$rounds"); do
 		rps_total[$name]=$(awk -v a="${rps_total[$name]:-0}" -v b="$rps" 'BEGIN {print a + b}')
 		ticks[$name]=$((${ticks[$name]:-0} + used))
 		requests[$name]=$((${requests[$name]:-0} + done_))
-		served[$name]=$((${served[$name]} + done_))
 	done
 done
 
@@ -153,6 +143,8 @@ spans_of() {
 	echo "${got:-0}"
 }
 
+# served NAME: the reads NAME answered, its warm-up's included.
+served() { echo $((${warmup[$1]} + ${requests[$1]})); }
 # cpu_per_req NAME: the server's CPU time per request over all of NAME's turns, in µs.
 cpu_per_req() { awk -v t="${ticks[$1]}" -v n="${requests[$1]}" -v hz="$hz" 'BEGIN {printf "%.1f", t * 1e6 / hz / n}'; }
 {
@@ -175,7 +167,7 @@ cpu_per_req() { awk -v t="${ticks[$1]}" -v n="${requests[$1]}" -v hz="$hz" 'BEGI
 	for name in "${names[@]}"; do
 		[[ -n ${traced[$name]:-} ]] || continue
 		got=$(spans_of "$name")
-		awk -v n="$name" -v g="$got" -v s="${served[$name]}" 'BEGIN {printf "  %-16s %9d spans for %9d reads: %.3f\n", n, g, s, g / s}'
+		awk -v n="$name" -v g="$got" -v s="$(served "$name")" 'BEGIN {printf "  %-16s %9d spans for %9d reads: %.3f\n", n, g, s, g / s}'
 	done
 	echo
 	echo "report saved to $report"
@@ -188,8 +180,8 @@ failed=0
 for name in "${names[@]}"; do
 	[[ -n ${traced[$name]:-} && -z ${sampled[$name]:-} ]] || continue
 	got=$(spans_of "$name")
-	if ! awk -v g="$got" -v s="${served[$name]}" 'BEGIN {exit !(g >= s && g <= s * 1.01)}'; then
-		echo "observability-bench.sh: $name sent $got spans for ${served[$name]} reads, not one per read" >&2
+	if ! awk -v g="$got" -v s="$(served "$name")" 'BEGIN {exit !(g >= s && g <= s * 1.01)}'; then
+		echo "observability-bench.sh: $name sent $got spans for $(served "$name") reads, not one per read" >&2
 		failed=1
 	fi
 done

@@ -8,6 +8,12 @@
 #                            removed at exit, after every process in $pids is stopped
 #   build_ref REF OUT        builds cmd/resplane of git ref REF from git's objects into OUT,
 #                            touching no worktree
+#   serve_pinned NAME BINARY LISTEN ENV [FLAG...]
+#                            starts BINARY serve over $work/murmur.yaml and $work/wd on CPU 0
+#                            with GOMAXPROCS=1 and the variables ENV ("A=1 B=2", or ""), its
+#                            trace, socket, ready line and stderr in $work/NAME; waits for the
+#                            ready line (exits, showing stderr, if none comes), adds the
+#                            process to $pids and sets serve_pid
 #   cpu_ticks PID            the process's user + system time so far, in clock ticks ($hz a
 #                            second)
 
@@ -44,6 +50,25 @@ build_ref() {
 	src=$(mktemp -d "$work/src.XXXXXX")
 	git archive "$1" | tar -x -C "$src"
 	(cd "$src" && go build -trimpath -o "$2" ./cmd/resplane)
+}
+
+serve_pinned() {
+	local name=$1 binary=$2 listen=$3 env=$4
+	shift 4
+	mkdir -p "$work/$name"
+	# shellcheck disable=SC2086 # ENV is words on purpose
+	env GOMAXPROCS=1 $env taskset -c 0 "$binary" serve --manifest "$work/murmur.yaml" --workdir "$work/wd" \
+		--listen "$listen" --trace "$work/$name/trace.jsonl" --control "$work/$name/control.sock" "$@" \
+		>"$work/$name/ready" 2>"$work/$name/stderr" &
+	serve_pid=$!
+	pids+=("$serve_pid")
+	for _ in $(seq 100); do
+		[[ -s $work/$name/ready ]] && return
+		sleep 0.1
+	done
+	echo "$SCRIPT: $name did not start:" >&2
+	cat "$work/$name/stderr" >&2
+	exit 1
 }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

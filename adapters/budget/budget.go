@@ -168,3 +168,36 @@ func (b *Budget) Waits() uint64 { return b.waits.Load() }
 
 // WaitedTime is the time all reservations together have spent waiting for room.
 func (b *Budget) WaitedTime() time.Duration { return time.Duration(b.waited.Load()) }
+
+// Sizes are the byte budgets a launch serves with, decided once, before anything is bound:
+// the memory budget with a spool and without one (whether the spool directory takes unnamed
+// files is known only once it is open), and the spool budget.
+type Sizes struct {
+	// Memory is the memory budget when reads above application.InMemoryUpTo are spooled.
+	Memory int64
+	// Unspooled is the memory budget when every read is buffered in memory: the default grows
+	// to one read of the largest declared max_bytes; a budget given explicitly is kept as it
+	// is, and a read larger than all of it then fails io_error.
+	Unspooled int64
+	// Spool is the spool budget.
+	Spool int64
+}
+
+// Plan decides the Sizes to serve m with from --read-buffer-budget and --spool-budget (each 0
+// when not given). Its error is a given budget that could never grant one read.
+func Plan(m manifest.Manifest, readBuffer, spool int64) (Sizes, error) {
+	memory, err := TotalFor(m, readBuffer, true)
+	if err != nil {
+		return Sizes{}, err
+	}
+	spoolTotal, err := SpoolTotalFor(m, spool)
+	if err != nil {
+		return Sizes{}, err
+	}
+	unspooled := readBuffer
+	if readBuffer == 0 {
+		// With nothing given, TotalFor only grows the default, which cannot fail.
+		unspooled, _ = TotalFor(m, 0, false)
+	}
+	return Sizes{Memory: memory, Unspooled: unspooled, Spool: spoolTotal}, nil
+}

@@ -72,3 +72,33 @@ func TestTotals(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanDecidesEveryBudgetOnce(t *testing.T) {
+	const gi, mi = int64(1 << 30), int64(1 << 20)
+	for _, tc := range []struct {
+		rule               string
+		files, read, spool int64
+		want               Sizes
+		refusal            string
+	}{
+		{"defaults: the unspooled memory budget grows to one read of max_bytes", 2 * gi, 0, 0,
+			Sizes{Memory: DefaultTotal, Unspooled: application.BufferFor(2 * gi), Spool: 2*gi + 1}, ""},
+		{"a given memory budget is kept for both, even too small to buffer max_bytes unspooled", 10 * mi, 3 * mi, 0,
+			Sizes{Memory: 3 * mi, Unspooled: 3 * mi, Spool: DefaultSpoolTotal}, ""},
+		{"a memory budget below one in-memory read is refused", 10 * mi, 4096, 0, Sizes{}, "--read-buffer-budget"},
+		{"a spool budget below one read is refused", 10 * mi, 0, mi, Sizes{}, "--spool-budget"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			got, err := Plan(manifestWith(t, tc.files, 0), tc.read, tc.spool)
+			if tc.refusal != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refusal) {
+					t.Fatalf("Plan = %+v, %v; want a refusal naming %s", got, err, tc.refusal)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("Plan = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -49,6 +49,35 @@ type Policy struct {
 	ProcessStats bool
 }
 
+// Service is what serve reaches once confined, as absolute paths not resolved through
+// symlinks: the workdir it serves, the files and directories it writes, and whether it serves
+// metrics. Policy turns it into the service's confinement (docs/operator-guide.md,
+// "Confinement").
+type Service struct {
+	Workdir    string
+	SessionDir string
+	// TracePath and ControlPath are the trace file and the control socket; their directories
+	// are written.
+	TracePath, ControlPath string
+	SpoolDir               string
+	// Inbox is peer-in/ when fetch-peer-file is offered, "" otherwise.
+	Inbox string
+	// Metrics is whether the metrics listener is served.
+	Metrics bool
+}
+
+// Policy is the service's confinement: reading beneath the workdir; reading and writing
+// beneath the session directory, the directories of the trace and the control socket, the
+// spool and, when fetch-peer-file is offered, peer-in; its own /proc entries when metrics
+// are served.
+func (s Service) Policy() Policy {
+	writable := []string{s.SessionDir, filepath.Dir(s.TracePath), filepath.Dir(s.ControlPath), s.SpoolDir}
+	if s.Inbox != "" {
+		writable = append(writable, s.Inbox)
+	}
+	return Policy{Workdir: s.Workdir, Writable: writable, ProcessStats: s.Metrics}
+}
+
 // Exposing returns the writable directories of p that are the workdir or contain it (by their
 // cleaned texts): beneath them the workdir, export roots included, is writable too.
 func (p Policy) Exposing() []string {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -348,5 +349,30 @@ func TestConfinedProcessMeetsTheWall(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(box, "wd/.murmur/ses/trace.jsonl")); string(b) != "{\"after\":true}\n" {
 		t.Errorf("the trace holds %q, want the line appended after confinement", b)
+	}
+}
+
+func TestServicePolicyWritesOnlyWhatTheServiceWrites(t *testing.T) {
+	base := landlock.Service{
+		Workdir: "/w", SessionDir: "/w/.murmur/ses_1", TracePath: "/logs/t.jsonl", ControlPath: "/run/c/control.sock",
+		SpoolDir: "/spool",
+	}
+	for _, tc := range []struct {
+		rule    string
+		service func(landlock.Service) landlock.Service
+		want    landlock.Policy
+	}{
+		{"the session directory, the trace's and the socket's directories and the spool", func(s landlock.Service) landlock.Service { return s },
+			landlock.Policy{Workdir: "/w", Writable: []string{"/w/.murmur/ses_1", "/logs", "/run/c", "/spool"}}},
+		{"peer-in only when fetch-peer-file is offered", func(s landlock.Service) landlock.Service { s.Inbox = "/w/peer-in"; return s },
+			landlock.Policy{Workdir: "/w", Writable: []string{"/w/.murmur/ses_1", "/logs", "/run/c", "/spool", "/w/peer-in"}}},
+		{"its own /proc entries only when metrics are served", func(s landlock.Service) landlock.Service { s.Metrics = true; return s },
+			landlock.Policy{Workdir: "/w", Writable: []string{"/w/.murmur/ses_1", "/logs", "/run/c", "/spool"}, ProcessStats: true}},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			if got := tc.service(base).Policy(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Policy() = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -59,3 +59,9 @@ type Warning struct {
 	Message string
 	Key     string
 }
+
+// Render returns the line `resplane check` prints on stderr for the warning, ending in a
+// newline: "warning[CODE]: message", a line break inside the message written as \n or \r.
+func (w Warning) Render() string {
+	return "warning[" + string(w.Code) + "]: " + oneLine.Replace(w.Message) + "\n"
+}

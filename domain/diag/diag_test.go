@@ -20,3 +20,10 @@ func TestRenderStaysTwoLinesWhateverTheMessageQuotes(t *testing.T) {
 		t.Errorf("Render() = %q, want %q", got, want)
 	}
 }
+
+func TestAWarningRendersAsOneLine(t *testing.T) {
+	w := Warning{Code: UnknownKey, Message: "unknown key exports.file\nignored", Key: "exports.file"}
+	if got, want := w.Render(), "warning[W-SEC-019]: unknown key exports.file\\nignored\n"; got != want {
+		t.Errorf("Render() = %q, want %q", got, want)
+	}
+}

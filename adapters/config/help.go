@@ -5,33 +5,50 @@ import (
 	"strings"
 )
 
-// Help returns cmd's --help text: what it does, then every flag with its default.
-func Help(cmd Command) string {
-	c := commands[cmd]
-	shown := commandSettings(cmd)
-	if c.config {
-		shown = append(shown, configSetting)
-	}
+// Help returns spec's --help text, in the one layout every command shares: the Usage line,
+// what the command does, one row per flag (its name and value, then what it does and its
+// default), then the notes.
+func Help(spec Spec) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Usage: resplane %s [flags]\n\n%s\n\nFlags:\n", cmd, c.summary)
-	for _, st := range shown {
-		fmt.Fprintf(&b, "  --%s %s\n        %s", st.name, st.arg, st.usage)
+	usage := "resplane " + spec.Name
+	if len(spec.Args) > 0 {
+		usage += " " + strings.Join(spec.Args, " ")
+	}
+	if len(spec.Flags) > 0 {
+		usage += " [flags]"
+	}
+	fmt.Fprintf(&b, "Usage:\n  %s\n\n%s\n\nFlags:\n", usage, strings.TrimSpace(spec.Summary))
+	for _, f := range spec.Flags {
+		b.WriteString("  " + flagRow(f) + "\n        " + f.Usage)
 		switch {
-		case st.def != "":
-			fmt.Fprintf(&b, " (default %s)", st.def)
-		case st.defHelp != "":
-			fmt.Fprintf(&b, " (default: %s)", st.defHelp)
+		case f.Default != "" && f.Arg != "":
+			fmt.Fprintf(&b, " (default %s)", f.Default)
+		case f.DefaultHelp != "":
+			fmt.Fprintf(&b, " (default: %s)", f.DefaultHelp)
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\nEvery flag can also be set as RESPLANE_<FLAG> in the environment (upper case, - becomes _;\nan empty variable counts as unset)")
-	if c.config {
-		b.WriteString(" or as a key of the --config file")
+	b.WriteString("  -h, --help\n        Print this help and exit\n")
+	if notes := strings.TrimSpace(spec.Notes); notes != "" {
+		b.WriteString("\n" + notes + "\n")
 	}
-	b.WriteString(". Precedence: flag > environment")
-	if c.config {
-		b.WriteString(" > config file")
-	}
-	b.WriteString(" > default.\n")
 	return b.String()
+}
+
+// flagRow is how help writes a flag: "--jobs N", "-o, --output FILE", "--json".
+func flagRow(f Flag) string {
+	row := "--" + f.Name
+	if f.Short != "" {
+		row = "-" + f.Short + ", " + row
+	}
+	if f.Arg != "" {
+		row += " " + f.Arg
+	}
+	return row
+}
+
+// UsageLine returns the one line a usage error prints: the command as typed ("resplane files
+// pull"), the problem, and where help is.
+func UsageLine(command string, err error) string {
+	return fmt.Sprintf("%s: %v (see '%s --help')\n", command, err, command)
 }

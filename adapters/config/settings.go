@@ -96,7 +96,9 @@ var commands = map[Command]struct {
 	config  bool
 }{
 	Serve: {
-		summary: "Runs the resource service for one capsule session: the HTTP listener (both planes, agent card) and the control socket.",
+		summary: `Runs the resource service for one capsule session. It serves the HTTP listener (both
+planes and the agent card) and the control socket, prints one JSON ready line on stdout, and
+serves until SIGINT or SIGTERM.`,
 		names: []string{"manifest", "workdir", "listen", "advertise-url", "containment", "after-task", "session-id",
 			"trace-parent", "trace", "control", "fetch-max-bytes", "peer-ca", "read-buffer-budget",
 			"read-header-timeout", "spool-dir", "spool-budget", "send-timeout", "metrics-listen", "otel-endpoint",
@@ -104,106 +106,128 @@ var commands = map[Command]struct {
 		config: true,
 	},
 	Check: {
-		summary: "Runs every launch check serve would run, prints the effective grants as one JSON line and exits. Creates nothing.",
-		names:   []string{"manifest", "workdir", "after-task"},
+		summary: `Runs the launch checks serve would run, and creates nothing. It prints on stderr the
+warnings serve would log, and on stdout the effective grants as one JSON line.`,
+		names: []string{"manifest", "workdir", "after-task"},
 	},
 }
 
-// setting is one flag: its name (also its config key, and RESPLANE_<NAME> in the
-// environment), how help shows it, its default and how a value is applied.
+// setting is one flag of serve or check (its name is also its config file key, and
+// RESPLANE_<NAME> in the environment) and how a value is applied.
 type setting struct {
-	name string
-	arg  string
-	// def is the default value, applied like any other value; "" when there is none.
-	def string
-	// defHelp describes a default that is not a fixed value.
-	defHelp string
-	usage   string
-	set     func(s *Settings, v string) error
+	Flag
+	set func(s *Settings, v string) error
+}
+
+// flag declares a setting: its name, how help shows its value, its default ("" for none),
+// a description of a default that is not a fixed value, and what it does.
+func flag(name, arg, def, defHelp, usage string, set func(s *Settings, v string) error) setting {
+	return setting{Flag{Name: name, Arg: arg, Default: def, DefaultHelp: defHelp, Usage: usage, Env: envName(name)}, set}
 }
 
 var settings = []setting{
-	{"manifest", "PATH", "", "", "The capsule's murmur.yaml (required)",
-		func(s *Settings, v string) error { return nonEmpty(&s.Manifest, v) }},
-	{"workdir", "DIR", "", "<manifest dir>/workdir/<session id>",
+	flag("manifest", "PATH", "", "", "The capsule's murmur.yaml (required)",
+		func(s *Settings, v string) error { return nonEmpty(&s.Manifest, v) }),
+	flag("workdir", "DIR", "", "<manifest dir>/workdir/<session id>",
 		"The accessible workdir; export roots and peer-in/ are relative to it (serve creates it if missing)",
-		func(s *Settings, v string) error { return nonEmpty(&s.Workdir, v) }},
-	{"listen", "HOST:PORT", "", "127.0.0.1:<network.internal_port>, else 127.0.0.1:0",
+		func(s *Settings, v string) error { return nonEmpty(&s.Workdir, v) }),
+	flag("listen", "HOST:PORT", "", "127.0.0.1:<network.internal_port>, else 127.0.0.1:0",
 		"The resource listener. Port 0 picks a free port",
-		func(s *Settings, v string) error { return setListen(s, v) }},
-	{"advertise-url", "URL", "", "http://localhost:<bound port>",
+		func(s *Settings, v string) error { return setListen(s, v) }),
+	flag("advertise-url", "URL", "", "http://localhost:<bound port>",
 		"The url on our agent card, and the source of our own audience",
-		func(s *Settings, v string) error { return setAdvertiseURL(s, v) }},
-	{"containment", "CLASS", "advisory", "",
+		func(s *Settings, v string) error { return setAdvertiseURL(s, v) }),
+	flag("containment", "CLASS", "advisory", "",
 		"The containment class the launching runtime achieved: advisory, scoped or sealed",
-		func(s *Settings, v string) (err error) { s.Containment, err = containment.Parse(v); return err }},
-	{"after-task", "exit|sleep", "", "the manifest's lifecycle.after_task",
+		func(s *Settings, v string) (err error) { s.Containment, err = containment.Parse(v); return err }),
+	flag("after-task", "exit|sleep", "", "the manifest's lifecycle.after_task",
 		"Override lifecycle.after_task; the resolved value is what E-CAP-008 checks",
-		func(s *Settings, v string) (err error) { s.AfterTask, err = manifest.ParseAfterTask(v); return err }},
-	{"session-id", "ID", "", "a new ses_<uuidv7 hex>",
+		func(s *Settings, v string) (err error) { s.AfterTask, err = manifest.ParseAfterTask(v); return err }),
+	flag("session-id", "ID", "", "a new ses_<uuidv7 hex>",
 		"Join a session the runtime already started ([A-Za-z0-9_.-]+)",
-		func(s *Settings, v string) error { return setSessionID(s, v) }},
-	{"trace-parent", "EVENT_ID", "", "none",
+		func(s *Settings, v string) error { return setSessionID(s, v) }),
+	flag("trace-parent", "EVENT_ID", "", "none",
 		"With --session-id: the runtime's session_start event id; we then write no session_start/session_end of our own",
-		func(s *Settings, v string) error { return nonEmpty(&s.TraceParent, v) }},
-	{"trace", "PATH", "", "<workdir>/.murmur/<session id>/trace.jsonl", "Where trace events are appended",
-		func(s *Settings, v string) error { return nonEmpty(&s.TracePath, v) }},
-	{"control", "PATH", "", "<workdir>/.murmur/<session id>/control.sock", "The control socket (Unix domain, mode 0600)",
-		func(s *Settings, v string) error { return nonEmpty(&s.ControlPath, v) }},
-	{"fetch-max-bytes", "SIZE", "1Gi", "", "Receive limit for fetch-peer-file (digits, optionally suffixed Ki/Mi/Gi)",
-		func(s *Settings, v string) (err error) { s.FetchMaxBytes, err = manifest.ParseByteCount(v); return err }},
-	{"peer-ca", "PATH", "", "none", "PEM bundle of extra CA roots for https:// peers (system roots are always trusted)",
-		func(s *Settings, v string) error { return nonEmpty(&s.PeerCA, v) }},
-	{"read-buffer-budget", "SIZE", "", "256Mi; without a spool, one read of the largest declared max_bytes if that is more",
+		func(s *Settings, v string) error { return nonEmpty(&s.TraceParent, v) }),
+	flag("trace", "PATH", "", "<workdir>/.murmur/<session id>/trace.jsonl", "Where trace events are appended",
+		func(s *Settings, v string) error { return nonEmpty(&s.TracePath, v) }),
+	flag("control", "PATH", "", "<workdir>/.murmur/<session id>/control.sock", "The control socket (Unix domain, mode 0600)",
+		func(s *Settings, v string) error { return nonEmpty(&s.ControlPath, v) }),
+	flag("fetch-max-bytes", "SIZE", "1Gi", "", "Receive limit for fetch-peer-file (digits, optionally suffixed Ki/Mi/Gi)",
+		func(s *Settings, v string) (err error) { s.FetchMaxBytes, err = manifest.ParseByteCount(v); return err }),
+	flag("peer-ca", "PATH", "", "none", "PEM bundle of extra CA roots for https:// peers (system roots are always trusted)",
+		func(s *Settings, v string) error { return nonEmpty(&s.PeerCA, v) }),
+	flag("read-buffer-budget", "SIZE", "", "256Mi; without a spool, one read of the largest declared max_bytes if that is more",
 		"Total bytes concurrent reads may hold in memory; further reads wait for room",
 		func(s *Settings, v string) (err error) {
 			s.ReadBufferBudget, err = manifest.ParseByteCount(v)
 			return err
-		}},
-	{"read-header-timeout", "DURATION", "10s", "",
+		}),
+	flag("read-header-timeout", "DURATION", "10s", "",
 		"Close a connection that has not sent its whole request header by then (Go syntax such as 1m30s or 500ms, or seconds optionally suffixed s/m/h/d)",
-		func(s *Settings, v string) (err error) { s.ReadHeaderTimeout, err = parseTimeout(v); return err }},
-	{"spool-dir", "DIR", "", "<workdir>/.murmur/<session id>/",
+		func(s *Settings, v string) (err error) { s.ReadHeaderTimeout, err = parseTimeout(v); return err }),
+	flag("spool-dir", "DIR", "", "<workdir>/.murmur/<session id>/",
 		"Where the unnamed snapshot files of large or slowly drained reads live (the export root's filesystem allows reflinks)",
-		func(s *Settings, v string) error { return nonEmpty(&s.SpoolDir, v) }},
-	{"spool-budget", "SIZE", "", "2Gi, or one read of the largest declared max_bytes if that is more",
+		func(s *Settings, v string) error { return nonEmpty(&s.SpoolDir, v) }),
+	flag("spool-budget", "SIZE", "", "2Gi, or one read of the largest declared max_bytes if that is more",
 		"Total bytes of snapshots held in the spool directory; further reads wait for room",
-		func(s *Settings, v string) (err error) { s.SpoolBudget, err = manifest.ParseByteCount(v); return err }},
-	{"send-timeout", "DURATION", "30s", "",
+		func(s *Settings, v string) (err error) { s.SpoolBudget, err = manifest.ParseByteCount(v); return err }),
+	flag("send-timeout", "DURATION", "30s", "",
 		"Close a connection whose response makes no progress for this long (same syntax as --read-header-timeout)",
-		func(s *Settings, v string) (err error) { s.SendTimeout, err = parseTimeout(v); return err }},
-	{"metrics-listen", "HOST:PORT", "", "off",
+		func(s *Settings, v string) (err error) { s.SendTimeout, err = parseTimeout(v); return err }),
+	flag("metrics-listen", "HOST:PORT", "", "off",
 		"Serve Prometheus metrics at GET /metrics, and /healthz and /readyz, on this separate listener",
-		func(s *Settings, v string) error { return hostPort(&s.MetricsListen, v) }},
-	{"otel-endpoint", "URL", "", "off, unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set",
+		func(s *Settings, v string) error { return hostPort(&s.MetricsListen, v) }),
+	flag("otel-endpoint", "URL", "", "off, unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set",
 		"Export every trace event as an OpenTelemetry span over OTLP/HTTP to this base URL (such as http://127.0.0.1:4318)",
-		func(s *Settings, v string) error { return httpURL(&s.OTelEndpoint, v) }},
-	{"confine", "auto|required|off", "auto", "",
+		func(s *Settings, v string) error { return httpURL(&s.OTelEndpoint, v) }),
+	flag("confine", "auto|required|off", "auto", "",
 		"Landlock self-confinement: auto applies what the kernel offers, required refuses to start without it, off skips it",
-		func(s *Settings, v string) error { return oneOf(&s.Confine, v, "auto", "required", "off") }},
-	{"allowed-hosts", "NAMES", "", "none",
+		func(s *Settings, v string) error { return oneOf(&s.Confine, v, "auto", "required", "off") }),
+	flag("allowed-hosts", "NAMES", "", "none",
 		"Comma-separated Host names the resource listener answers besides IP literals, localhost and the advertise URL's host",
-		func(s *Settings, v string) error { return setAllowedHosts(s, v) }},
-	{"log-level", "LEVEL", "info", "", "debug, info, warn or error; logs go to stderr",
-		func(s *Settings, v string) error { return oneOf(&s.LogLevel, v, "debug", "info", "warn", "error") }},
-	{"log-format", "json|console", "json", "", "How log lines are written",
-		func(s *Settings, v string) error { return oneOf(&s.LogFormat, v, "json", "console") }},
+		func(s *Settings, v string) error { return setAllowedHosts(s, v) }),
+	flag("log-level", "LEVEL", "info", "", "debug, info, warn or error; logs go to stderr",
+		func(s *Settings, v string) error { return oneOf(&s.LogLevel, v, "debug", "info", "warn", "error") }),
+	flag("log-format", "json|console", "json", "", "How log lines are written",
+		func(s *Settings, v string) error { return oneOf(&s.LogFormat, v, "json", "console") }),
 }
 
 // configSetting is --config: read from flags and the environment only, never from the file
 // it names.
-var configSetting = setting{name: "config", arg: "PATH", defHelp: "none",
-	usage: "A YAML file whose keys are flag names, such as read-buffer-budget: 512Mi"}
+var configSetting = Flag{Name: "config", Arg: "PATH", DefaultHelp: "none", Env: envName("config"),
+	Usage: "A YAML file whose keys are flag names, such as read-buffer-budget: 512Mi"}
 
 // commandSettings returns cmd's settings in help order.
 func commandSettings(cmd Command) []setting {
 	var out []setting
 	for _, st := range settings {
-		if slices.Contains(commands[cmd].names, st.name) {
+		if slices.Contains(commands[cmd].names, st.Name) {
 			out = append(out, st)
 		}
 	}
 	return out
+}
+
+// Spec returns cmd's command line, for Parse and Help.
+func (cmd Command) Spec() Spec {
+	c := commands[cmd]
+	spec := Spec{Name: string(cmd), Summary: c.summary}
+	for _, st := range commandSettings(cmd) {
+		spec.Flags = append(spec.Flags, st.Flag)
+	}
+	sources := "flag > environment > default"
+	if c.config {
+		spec.Flags = append(spec.Flags, configSetting)
+		sources = "flag > environment > config file > default"
+	}
+	spec.Notes = "Every flag can also be set as RESPLANE_<FLAG> in the environment (upper case, - becomes _;\n" +
+		"an empty variable counts as unset)"
+	if c.config {
+		spec.Notes += " or as a key of the --config file"
+	}
+	spec.Notes += ". Precedence: " + sources + "."
+	return spec
 }
 
 // nonEmpty stores a value that is not empty.

@@ -224,12 +224,12 @@ func TestCommandLineUsageErrors(t *testing.T) {
 		{"manifest is required", Serve, nil, env{}, "--manifest is required"},
 		{"trace-parent requires session-id", Serve, []string{"--manifest", "m", "--trace-parent", "evt_1"}, env{}, "--trace-parent requires --session-id"},
 		{"trace-parent from the environment too", Serve, []string{"--manifest", "m"}, env{"RESPLANE_TRACE_PARENT": "evt_1"}, "--trace-parent requires --session-id"},
-		{"unknown flag", Serve, []string{"--manifest", "m", "--verbose"}, env{}, "flag provided but not defined: -verbose"},
-		{"flag without its value", Serve, []string{"--manifest"}, env{}, "flag needs an argument"},
+		{"unknown flag", Serve, []string{"--manifest", "m", "--verbose"}, env{}, "unknown flag --verbose"},
+		{"flag without its value", Serve, []string{"--manifest"}, env{}, "--manifest needs a value: --manifest PATH"},
 		{"positional argument", Serve, []string{"--manifest", "m", "extra"}, env{}, `unexpected argument "extra"`},
 		{"unknown subcommand", Command("serv"), nil, env{}, `unknown subcommand "serv"`},
-		{"check has no --listen", Check, []string{"--manifest", "m", "--listen", ":1"}, env{}, "-listen"},
-		{"check has no --config", Check, []string{"--manifest", "m", "--config", "c.yaml"}, env{}, "-config"},
+		{"check has no --listen", Check, []string{"--manifest", "m", "--listen", ":1"}, env{}, "unknown flag --listen"},
+		{"check has no --config", Check, []string{"--manifest", "m", "--config", "c.yaml"}, env{}, "unknown flag --config"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(tc.cmd, tc.args, tc.env.get)
@@ -259,9 +259,9 @@ func TestCheckReadsItsThreeSettings(t *testing.T) {
 }
 
 func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
-	serve := Help(Serve)
+	serve := Help(Serve.Spec())
 	for _, want := range []string{
-		"Usage: resplane serve [flags]",
+		"Usage:\n  resplane serve [flags]",
 		"--manifest PATH", "(required)",
 		"--workdir DIR", "(default: <manifest dir>/workdir/<session id>)",
 		"--listen HOST:PORT", "(default: 127.0.0.1:<network.internal_port>, else 127.0.0.1:0)",
@@ -292,8 +292,8 @@ func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 			t.Errorf("serve help lacks %q", want)
 		}
 	}
-	check := Help(Check)
-	for _, want := range []string{"Usage: resplane check [flags]", "--manifest PATH", "--workdir DIR", "--after-task exit|sleep",
+	check := Help(Check.Spec())
+	for _, want := range []string{"Usage:\n  resplane check [flags]", "--manifest PATH", "--workdir DIR", "--after-task exit|sleep",
 		"Precedence: flag > environment > default."} {
 		if !strings.Contains(check, want) {
 			t.Errorf("check help lacks %q", want)

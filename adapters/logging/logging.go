@@ -1,4 +1,10 @@
-package resplane
+// Package logging is the service's and the clients' logger (zerolog) on stderr: JSON lines or,
+// for a person, console lines. It guarantees that no line holds an mh1 token (every token
+// becomes <handle:id>, whichever call site logged it: the access log records request targets,
+// and a redeem's target is a token) and that no string a request controls makes a line longer
+// than about 1 KB (docs/operator-guide.md, "Logs"). It does not guarantee that a line is
+// written: a failing stderr loses it.
+package logging
 
 import (
 	"bytes"
@@ -13,12 +19,12 @@ import (
 	"github.com/resplane/resplane/domain/trace"
 )
 
-// NewLogger returns the service's logger writing to w (stderr) as JSON lines or, with format
+// New returns the service's logger writing to w (stderr) as JSON lines or, with format
 // "console", human-readable lines. Every line passes through lineWriter before it is written,
 // so whichever call site logged it, a token never reaches the log — the access log records
 // request targets, and a redeem's target is a token — and no string a request controls makes
 // a line longer than about 1 KB (docs/operator-guide.md, "Logs").
-func NewLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
+func New(w io.Writer, level, format string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || lvl == zerolog.NoLevel {
 		return zerolog.Nop(), fmt.Errorf("log level %q is not one of trace, debug, info, warn, error, fatal, panic, disabled", level)

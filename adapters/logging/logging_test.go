@@ -1,4 +1,4 @@
-package resplane
+package logging
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func TestEveryLoggedStringIsCappedAndRedacted(t *testing.T) {
 	target := "/resources/files/" + token + strings.Repeat("%01", 4000)
 	method := strings.Repeat("M", 3000)
 	line, m := logLine(t, "json", func(b *bytes.Buffer) error {
-		log, err := NewLogger(b, "info", "json")
+		log, err := New(b, "info", "json")
 		log.Info().Str("method", method).Str("target", target).Str("remote", "127.0.0.1:1").
 			AnErr("cause", errors.New(strings.Repeat("\x01", 5000))).Int("status", 414).Msg("request")
 		return err
@@ -78,7 +78,7 @@ func TestLogCapRules(t *testing.T) {
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			_, m := logLine(t, "json", func(b *bytes.Buffer) error {
-				log, err := NewLogger(b, "info", "json")
+				log, err := New(b, "info", "json")
 				log.Info().Str(tc.key, tc.value).Msg("m")
 				return err
 			})
@@ -92,7 +92,7 @@ func TestLogCapRules(t *testing.T) {
 func TestTheConsoleFormatIsCappedAndRedactedToo(t *testing.T) {
 	token := "mh1.eyJ2IjoxfQ.c2lnbmF0dXJl"
 	line, _ := logLine(t, "console", func(b *bytes.Buffer) error {
-		log, err := NewLogger(b, "info", "console")
+		log, err := New(b, "info", "console")
 		log.Info().Str("target", token+"/"+strings.Repeat("y", 5000)).Msg("request")
 		return err
 	})
@@ -109,7 +109,7 @@ func BenchmarkLogLine(b *testing.B) {
 		{"12 KB target", "/resources/files/" + strings.Repeat("%01", 4000)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			log, err := NewLogger(io.Discard, "info", "json")
+			log, err := New(io.Discard, "info", "json")
 			if err != nil {
 				b.Fatal(err)
 			}

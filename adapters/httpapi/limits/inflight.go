@@ -1,4 +1,4 @@
-package resplane
+package limits
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// inflight tracks the requests both servers are handling. On shutdown, requests that outlive
+// Inflight tracks the requests the service's servers are handling. On shutdown, requests that outlive
 // the grace are cancelled through their context and waited for, so that the cleanup — which
 // closes the workdir, the inbox and zeroes the key — never runs under a request still using
 // them, and a fetch still streaming removes its temp file before the process exits.
-type inflight struct {
+type Inflight struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -21,18 +21,18 @@ type inflight struct {
 	idle   chan struct{} // closed while active is 0
 }
 
-func newInflight() *inflight {
+func NewInflight() *Inflight {
 	ctx, cancel := context.WithCancel(context.Background())
 	idle := make(chan struct{})
 	close(idle)
-	return &inflight{ctx: ctx, cancel: cancel, idle: idle}
+	return &Inflight{ctx: ctx, cancel: cancel, idle: idle}
 }
 
-// baseContext is an http.Server.BaseContext: every request's context derives from ours.
-func (f *inflight) baseContext(net.Listener) context.Context { return f.ctx }
+// BaseContext is an http.Server.BaseContext: every request's context derives from ours.
+func (f *Inflight) BaseContext(net.Listener) context.Context { return f.ctx }
 
-// track wraps h so the request is counted while it runs.
-func (f *inflight) track(h http.Handler) http.Handler {
+// Track wraps h so the request is counted while it runs.
+func (f *Inflight) Track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		if f.active == 0 {
@@ -51,9 +51,9 @@ func (f *inflight) track(h http.Handler) http.Handler {
 	})
 }
 
-// abandon cancels every request still running and waits up to wait for them to return. It
+// Abandon cancels every request still running and waits up to wait for them to return. It
 // reports whether they all did.
-func (f *inflight) abandon(wait time.Duration) bool {
+func (f *Inflight) Abandon(wait time.Duration) bool {
 	f.cancel()
 	f.mu.Lock()
 	idle := f.idle

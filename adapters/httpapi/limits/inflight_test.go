@@ -1,4 +1,4 @@
-package resplane
+package limits
 
 import (
 	"net/http"
@@ -8,17 +8,17 @@ import (
 )
 
 func TestAbandonCancelsRunningRequestsAndWaitsForThem(t *testing.T) {
-	requests := newInflight()
+	requests := NewInflight()
 	started, cleanedUp := make(chan struct{}), make(chan struct{})
-	h := requests.track(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+	h := requests.Track(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		close(started)
 		<-r.Context().Done() // a fetch still streaming, say
 		close(cleanedUp)     // its deferred cleanup runs before it returns
 	}))
-	req := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(requests.baseContext(nil))
+	req := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(requests.BaseContext(nil))
 	go h.ServeHTTP(httptest.NewRecorder(), req)
 	<-started
-	if !requests.abandon(5 * time.Second) {
+	if !requests.Abandon(5 * time.Second) {
 		t.Fatal("abandon gave up on a request that returns once cancelled")
 	}
 	select {
@@ -29,19 +29,19 @@ func TestAbandonCancelsRunningRequestsAndWaitsForThem(t *testing.T) {
 }
 
 func TestAbandonGivesUpOnARequestThatIgnoresCancellation(t *testing.T) {
-	requests := newInflight()
+	requests := NewInflight()
 	release, started := make(chan struct{}), make(chan struct{})
 	defer close(release)
-	h := requests.track(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { close(started); <-release }))
+	h := requests.Track(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { close(started); <-release }))
 	go h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 	<-started
-	if requests.abandon(20 * time.Millisecond) {
+	if requests.Abandon(20 * time.Millisecond) {
 		t.Fatal("abandon reported a stuck request as finished")
 	}
 }
 
 func TestAbandonWithNothingRunningReturnsAtOnce(t *testing.T) {
-	if !newInflight().abandon(time.Millisecond) {
+	if !NewInflight().Abandon(time.Millisecond) {
 		t.Fatal("abandon with no request running did not report idle")
 	}
 }

@@ -1,12 +1,15 @@
-// Package limits hardens the resource listener: it bounds how long a client may take to send
-// its request and to receive its answer, how large its header block may be and how many
-// connections may be open at once, and it installs the raw-target listener (package
-// rawtarget) so that every request that parses reaches the handler with its target as sent.
-//
-// Use both halves together:
+// Package limits hardens every HTTP server the service runs — the resource listener, the
+// control socket and the metrics listener — in one place (Harden): it bounds how long a client
+// may take to send its request and to receive its answer, and how large its header block may
+// be. For the resource listener it also bounds how many connections may be open at once and
+// installs the raw-target listener (package rawtarget), so that every request that parses
+// reaches the handler with its target as sent; there, use both halves together:
 //
 //	limits.Harden(srv, limits.Options{ReadHeaderTimeout: flagValue})
 //	srv.Serve(limits.Listen(tcpListener, limits.Caps{}))
+//
+// Inflight tracks the requests of every server, so that shutdown can cancel and wait for the
+// ones that outlive its grace.
 package limits
 
 import (
@@ -49,38 +52,83 @@ func MaxHeaderBytesFor(block int) int { return block - netHTTPHeaderSlack }
 // Options are the tunable limits. A zero or negative value takes the default.
 type Options struct {
 	ReadHeaderTimeout time.Duration // default DefaultReadHeaderTimeout
-	WriteTimeout      time.Duration // default DefaultWriteTimeout
+	// WriteTimeout bounds writing one answer; default DefaultWriteTimeout, except on a Local
+	// server, where the default is no bound.
+	WriteTimeout time.Duration
+	// MaxHeaderBlock bounds a request's line and header block together; default
+	// MaxHeaderBlock.
+	MaxHeaderBlock int
+	// Local is a server that is not the resource listener: the control socket or the metrics
+	// listener. It keeps net/http's own handling of connections and targets (keep-alive, the
+	// cleaned target, "OPTIONS *"), and a request's answer is bounded only when WriteTimeout
+	// says so: a control API tool call lasts as long as the fetch it runs, which bounds
+	// itself.
+	Local bool
 }
 
-// Harden configures srv for the resource listener:
+// ControlOptions are the control socket's: the --read-header-timeout, and the header cap.
+func ControlOptions(readHeader time.Duration) Options {
+	return Options{ReadHeaderTimeout: readHeader, Local: true}
+}
+
+// Metrics listener bounds: a scraper, the probes and an operator's curl need little.
+const (
+	// MetricsMaxConns caps the metrics listener's open connections.
+	MetricsMaxConns = 16
+	// metricsWriteTimeout bounds writing one answer on the metrics listener.
+	metricsWriteTimeout = 30 * time.Second
+	// metricsMaxHeaderBlock bounds a request's line and header block on the metrics listener.
+	metricsMaxHeaderBlock = 8 << 10
+)
+
+// MetricsOptions are the metrics listener's: the --read-header-timeout, a 30 s bound on an
+// answer and an 8 KiB header block. Serve it on a listener capped at MetricsMaxConns.
+func MetricsOptions(readHeader time.Duration) Options {
+	return Options{ReadHeaderTimeout: readHeader, WriteTimeout: metricsWriteTimeout, MaxHeaderBlock: metricsMaxHeaderBlock, Local: true}
+}
+
+// Harden configures srv as opts says. Every server gets:
 //
-//   - one request per connection, which rawtarget relies on: srv.Handler is wrapped so that
-//     every response carries "Connection: close" and net/http closes after it. Keep-alive is
-//     deliberately left enabled in net/http itself, because with it disabled net/http strips
-//     the header from HTTP/1.0 responses, and every response must carry it (docs/decisions.md,
-//     "`Connection: close` on every response of the resource listener");
-//   - no general "OPTIONS *" handler: that request gets the handler's answer (a bare 404),
-//     not net/http's built-in 200;
 //   - ReadHeaderTimeout: a connection that has not sent its whole header in time is closed;
 //   - WriteTimeout: bounds writing the answer;
 //   - ReadTimeout = ReadHeaderTimeout + WriteTimeout: bounds reading a request body, which
 //     net/http otherwise does without a deadline when it drains an unread body after the
 //     handler. It is never shorter than the write deadline because net/http cancels the
 //     request's context when a read deadline passes while the handler is still writing;
-//   - IdleTimeout = ReadHeaderTimeout (it only matters if keep-alive were turned back on);
-//   - MaxHeaderBytes such that net/http's effective cap, slack included, is MaxHeaderBlock;
-//   - ConnContext runs rawtarget.ConnContext after any hook srv already had.
+//     without a write bound there is none either;
+//   - IdleTimeout = ReadHeaderTimeout;
+//   - MaxHeaderBytes such that net/http's effective cap, slack included, is MaxHeaderBlock.
 //
-// Serve srv on a listener from Listen, or rawtarget.OriginalTarget falls back to net/http's
-// (repaired) RequestURI.
+// The resource listener (not Local) also gets:
+//
+//   - one request per connection, which rawtarget relies on: srv.Handler is wrapped so that
+//     every response carries "Connection: close" and net/http closes after it. Keep-alive is
+//     deliberately left enabled in net/http itself, because with it disabled net/http strips
+//     the header from HTTP/1.0 responses, and every response must carry it
+//     (docs/decisions.md, "`Connection: close` on every response of the resource listener");
+//   - no general "OPTIONS *" handler: that request gets the handler's answer (a bare 404),
+//     not net/http's built-in 200;
+//   - ConnContext runs rawtarget.ConnContext after any hook srv already had. Serve srv on a
+//     listener from Listen, or rawtarget.OriginalTarget falls back to net/http's (repaired)
+//     RequestURI.
 func Harden(srv *http.Server, opts Options) {
 	readHeader := orDefault(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	write := orDefault(opts.WriteTimeout, DefaultWriteTimeout)
+	write := opts.WriteTimeout
+	if !opts.Local || write > 0 {
+		write = orDefault(write, DefaultWriteTimeout)
+		srv.ReadTimeout = readHeader + write
+	}
 	srv.ReadHeaderTimeout = readHeader
 	srv.WriteTimeout = write
-	srv.ReadTimeout = readHeader + write
 	srv.IdleTimeout = readHeader
-	srv.MaxHeaderBytes = MaxHeaderBytesFor(MaxHeaderBlock)
+	block := opts.MaxHeaderBlock
+	if block <= 0 {
+		block = MaxHeaderBlock
+	}
+	srv.MaxHeaderBytes = MaxHeaderBytesFor(block)
+	if opts.Local {
+		return
+	}
 	if prev := srv.ConnContext; prev != nil {
 		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 			return rawtarget.ConnContext(prev(ctx, c), c)

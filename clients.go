@@ -1,12 +1,12 @@
 package resplane
 
 import (
+	"io"
 	"os"
-
-	"github.com/rs/zerolog"
 
 	"github.com/resplane/resplane/adapters/control"
 	"github.com/resplane/resplane/adapters/localfs"
+	"github.com/resplane/resplane/adapters/logging"
 	"github.com/resplane/resplane/adapters/mcp"
 	"github.com/resplane/resplane/adapters/operatorhttp"
 	"github.com/resplane/resplane/adapters/terminal"
@@ -58,8 +58,8 @@ type MCPLaunch struct {
 	Files ServiceURL
 	// Version is resplane's version, which the server reports to its clients.
 	Version string
-	// Log is where failures go: stderr, through NewLogger, which redacts handles.
-	Log zerolog.Logger
+	// Stderr is where failures are logged, as JSON lines that never hold a token.
+	Stderr io.Writer
 }
 
 // provideAgentTools returns the control API's client, or no tools without a socket.
@@ -82,6 +82,12 @@ func provideMCPFiles(u ServiceURL) (*application.RemoteFiles, error) {
 	return application.NewRemoteFiles(client), nil
 }
 
-func provideMCPServer(l MCPLaunch, tools ports.AgentTools, files *application.RemoteFiles) *mcp.Server {
-	return mcp.NewServer(mcp.Config{Name: "resplane", Version: l.Version, Tools: tools, Files: files, FilesURL: string(l.Files), Log: l.Log})
+func provideMCPServer(l MCPLaunch, tools ports.AgentTools, files *application.RemoteFiles) (*mcp.Server, error) {
+	log, err := logging.New(l.Stderr, "info", "json")
+	if err != nil {
+		return nil, err
+	}
+	return mcp.NewServer(mcp.Config{Name: "resplane", Version: l.Version, Tools: tools, Files: files, FilesURL: string(l.Files), Log: log}), nil
 }
+
+func provideControlClient(c ControlPath) *control.Client { return control.NewClient(string(c)) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/application"
@@ -31,7 +32,7 @@ type Launch struct {
 	Listener net.Listener
 	Network  Network
 	Limits   Limits
-	// Log is the service's logger; serve builds it with NewLogger, which redacts handles.
+	// Log is the service's logger (adapters/logging), which redacts handles.
 	Log zerolog.Logger
 	// Confine is --confine: how the service confines itself once everything it opens at start
 	// is open (docs/operator-guide.md, "Confinement").
@@ -54,9 +55,12 @@ type Identity struct {
 // Paths are the absolute paths the service creates or opens; none is resolved through
 // symlinks.
 type Paths struct {
-	Workdir     string // created if missing
-	TracePath   string
-	ControlPath string
+	// Workdir is created if missing: when WorkdirGiven (--workdir), only its last component
+	// (a mistyped parent is an error, not a new tree); otherwise with its parents.
+	Workdir      string
+	WorkdirGiven bool
+	TracePath    string
+	ControlPath  string
 	// SessionDir is <workdir>/.murmur/<session id>/.
 	SessionDir string
 	// SpoolDir holds the unnamed snapshot files of large reads: --spool-dir, else SessionDir
@@ -71,7 +75,8 @@ type Network struct {
 	// Audience is our own audience, <manifest name>@<host:port> of AdvertiseURL.
 	Audience string
 	// PeerRoots verifies https peers: the system roots plus --peer-ca's, nil for the system
-	// roots alone. cmd loads it before anything else, so a bad file is a usage error.
+	// roots alone. OpenLaunch loads it before anything is bound, so a bad file is a usage
+	// error.
 	PeerRoots *x509.CertPool
 	// AllowedHosts are the --allowed-hosts names, lowercased: Host names the resource listener
 	// answers besides IP literals, localhost and AdvertiseURL's host.
@@ -80,12 +85,9 @@ type Network struct {
 
 // Limits are the launch's bounds on memory, transfers and time.
 type Limits struct {
-	// ReadBufferBudget is --read-buffer-budget as given, 0 when it was not: the bytes
-	// concurrent reads may hold in memory together. The budget itself is decided when the
-	// service knows whether it has a spool (budget.TotalFor).
-	ReadBufferBudget int64
-	// SpoolBudget is the bytes spooled snapshots may hold together (budget.SpoolTotalFor).
-	SpoolBudget int64
+	// Budgets are the bytes concurrent reads may hold in memory, with a spool and without
+	// one, and in the spool (budget.Plan).
+	Budgets budget.Sizes
 	// SendTimeout closes a response that makes no progress for that long.
 	SendTimeout time.Duration
 	// FetchMaxBytes is the most fetch-peer-file receives.
@@ -101,7 +103,7 @@ type Limits struct {
 // tracing"). Each part is off when it is not configured: no listener, no goroutine.
 type Observability struct {
 	// MetricsListener is the metrics listener's bound TCP socket (--metrics-listen), nil when
-	// off. serve binds it, like Listener, before anything is created on disk.
+	// off. OpenLaunch binds it, like Listener, before anything is created on disk.
 	MetricsListener net.Listener
 	// OTelEndpoint is the URL spans are posted to (otel.Endpoint: --otel-endpoint, else the
 	// OTEL_EXPORTER_OTLP_* variables), "" when off: the one outbound connection the service
@@ -129,4 +131,16 @@ func RunLaunchChecks(m manifest.Manifest, afterTaskOverride manifest.AfterTask, 
 	return application.NewLaunchChecks(osfs.Locator{}).Run(application.LaunchInput{
 		Manifest: m, AfterTaskOverride: afterTaskOverride, Workdir: workdir,
 	})
+}
+
+// declaredRoots maps the export-root fields m declares to their roots.
+func declaredRoots(m manifest.Manifest) map[string]string {
+	roots := map[string]string{}
+	if m.Files != nil {
+		roots["exports.files.root"] = m.Files.Root.String()
+	}
+	if m.PeerFiles != nil {
+		roots["exports.peer_files.root"] = m.PeerFiles.Root.String()
+	}
+	return roots
 }

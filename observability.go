@@ -38,13 +38,6 @@ const (
 	// spanFlushWait bounds how long shutdown then waits for the span exporter to send what the
 	// drain left and to stop.
 	spanFlushWait = 2 * time.Second
-	// metricsMaxConns caps the metrics listener's open connections: a scraper, the probes and
-	// an operator's curl need few.
-	metricsMaxConns = 16
-	// metricsWriteTimeout bounds writing one answer on the metrics listener.
-	metricsWriteTimeout = 30 * time.Second
-	// metricsMaxHeaderBlock bounds a request's line and header block on the metrics listener.
-	metricsMaxHeaderBlock = 8 << 10
 )
 
 // provideMetrics builds the metrics when --metrics-listen is given, and watches the three
@@ -137,22 +130,14 @@ type metricsServer struct {
 	ln  net.Listener
 }
 
-// provideMetricsServer builds the metrics listener's server, with its own bounds on time,
-// headers and connections.
+// provideMetricsServer builds the metrics listener's server, hardened for it
+// (limits.MetricsOptions) on a listener capped at limits.MetricsMaxConns.
 func provideMetricsServer(o Observability, lim Limits, metrics *prometheus.Metrics, ready *readiness, logger zerolog.Logger) metricsServer {
 	if metrics == nil {
 		return metricsServer{}
 	}
 	errorLog := log.New(logger, "", 0)
-	return metricsServer{
-		srv: &http.Server{
-			Handler:           metrics.Handler(ready.Load, errorLog),
-			ReadHeaderTimeout: lim.ReadHeaderTimeout,
-			WriteTimeout:      metricsWriteTimeout,
-			IdleTimeout:       lim.ReadHeaderTimeout,
-			MaxHeaderBytes:    limits.MaxHeaderBytesFor(metricsMaxHeaderBlock),
-			ErrorLog:          errorLog,
-		},
-		ln: netutil.LimitListener(o.MetricsListener, metricsMaxConns),
-	}
+	srv := &http.Server{Handler: metrics.Handler(ready.Load, errorLog), ErrorLog: errorLog}
+	limits.Harden(srv, limits.MetricsOptions(lim.ReadHeaderTimeout))
+	return metricsServer{srv: srv, ln: netutil.LimitListener(o.MetricsListener, limits.MetricsMaxConns)}
 }

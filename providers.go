@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -40,18 +39,44 @@ import (
 )
 
 // The providers below turn the parts of a Launch into adapters and use cases; each takes only
-// the parts it uses. Each one that acquires a resource returns its cleanup, which wire chains
-// in reverse order of acquisition.
+// the parts it uses, and decides nothing an adapter or a use case can decide itself. Each one
+// that acquires a resource returns its cleanup, which wire chains in reverse order of
+// acquisition.
 
 func provideSession(c containment.Class) application.Session {
 	return application.Session{Generation: &generation.Counter{}, Containment: c}
 }
 
-func provideWorkdirFS(p Paths) (*osfs.FS, func(), error) {
-	if err := os.MkdirAll(p.Workdir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("creating the workdir: %w", err)
+// workdir is the workdir once it exists: everything the service opens in it takes this.
+type workdir struct {
+	path string
+	// created says the launch created it: the service says so once it serves.
+	created bool
+}
+
+// provideWorkdir creates the workdir when it is missing. An explicit --workdir is created
+// alone (its parent must exist, so a mistyped path is an error rather than a new tree); the
+// default one, <manifest dir>/workdir/<session id>, with its parents.
+func provideWorkdir(p Paths) (workdir, error) {
+	mkdir := os.MkdirAll
+	if p.WorkdirGiven {
+		mkdir = os.Mkdir
 	}
-	fs, err := osfs.New(p.Workdir)
+	switch err := mkdir(p.Workdir, 0o755); {
+	case err == nil:
+		return workdir{path: p.Workdir, created: true}, nil
+	case errors.Is(err, os.ErrExist):
+		return workdir{path: p.Workdir}, nil
+	case errors.Is(err, os.ErrNotExist):
+		return workdir{}, fmt.Errorf("--workdir %s: its parent directory %s does not exist; create it, or fix the path",
+			p.Workdir, filepath.Dir(p.Workdir))
+	default:
+		return workdir{}, fmt.Errorf("creating the workdir: %w", err)
+	}
+}
+
+func provideWorkdirFS(w workdir) (*osfs.FS, func(), error) {
+	fs, err := osfs.New(w.path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -60,10 +85,9 @@ func provideWorkdirFS(p Paths) (*osfs.FS, func(), error) {
 
 // provideInbox opens peer-in's workdir, which removes the temp files earlier processes left
 // in peer-in, and creates peer-in when fetch-peer-file is offered, so that confinement can
-// grant writes beneath it (docs/operator-guide.md, "Confinement"). The unused *osfs.FS orders
-// it after the workdir exists.
-func provideInbox(m manifest.Manifest, p Paths, logger zerolog.Logger, _ *osfs.FS) (*osfs.Inbox, func(), error) {
-	in, err := osfs.OpenInbox(p.Workdir)
+// grant writes beneath it (docs/operator-guide.md, "Confinement").
+func provideInbox(m manifest.Manifest, w workdir, logger zerolog.Logger) (*osfs.Inbox, func(), error) {
+	in, err := osfs.OpenInbox(w.path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -101,20 +125,18 @@ type budgets struct {
 	memory, spool, buffered *budget.Budget
 }
 
-// provideBudgets makes the memory, spool and send-buffer budgets. Without a spool every read is
-// buffered in memory, so the memory budget's default grows to one read of the largest max_bytes;
-// a budget given explicitly is kept as it is (a read larger than all of it then fails
-// io_error).
-func provideBudgets(m manifest.Manifest, lim Limits, sp ports.Spool) (budgets, error) {
-	total, err := budget.TotalFor(m, lim.ReadBufferBudget, sp != nil)
-	if err != nil {
-		total = lim.ReadBufferBudget
+// provideBudgets makes the memory, spool and send-buffer budgets as the launch sized them
+// (budget.Plan), the memory one for whether there is a spool.
+func provideBudgets(lim Limits, sp ports.Spool) (budgets, error) {
+	memoryTotal := lim.Budgets.Memory
+	if sp == nil {
+		memoryTotal = lim.Budgets.Unspooled
 	}
-	memory, err := budget.New("--read-buffer-budget", total)
+	memory, err := budget.New("--read-buffer-budget", memoryTotal)
 	if err != nil {
 		return budgets{}, err
 	}
-	spooled, err := budget.New("--spool-budget", lim.SpoolBudget)
+	spooled, err := budget.New("--spool-budget", lim.Budgets.Spool)
 	if err != nil {
 		return budgets{}, err
 	}
@@ -150,55 +172,57 @@ func provideIssuer(id Identity, key ports.InstanceKey) application.PeerIssuer {
 
 // provideSessionDir creates (if missing) and holds the session's own directory,
 // <workdir>/.murmur/<session id>/, refusing one the agent could have planted
-// (docs/operator-guide.md, "Files resplane creates"); the trace, the control socket and the
-// spool are created through it. The unused *osfs.FS orders it after the workdir exists.
-func provideSessionDir(id Identity, p Paths, _ *osfs.FS) (*osfs.SessionDir, func(), error) {
-	dir, err := osfs.OpenSessionDir(p.Workdir, id.SessionID)
+// (docs/operator-guide.md, "Files resplane creates"); the control socket, the trace and the
+// spool are created through it.
+func provideSessionDir(id Identity, w workdir) (*osfs.SessionDir, func(), error) {
+	dir, err := osfs.OpenSessionDir(w.path, id.SessionID)
 	if err != nil {
 		return nil, nil, err
 	}
 	return dir, func() { _ = dir.Close() }, nil
 }
 
-// provideTrace opens the trace through the session directory. The unused controlListener
-// orders it after the control socket, so that a launch refused on the socket's path leaves no
-// trace file behind. A line that cannot be written is logged and counted.
-func provideTrace(id Identity, p Paths, logger zerolog.Logger, clk *clock.System, metrics *prometheus.Metrics,
-	dir *osfs.SessionDir, _ controlListener) (*jsonl.File, func(), error) {
-	f, err := dir.OpenTrace(p.TracePath)
+// sessionFiles are the control socket and the trace file, opened in that order, so that a
+// launch refused on the socket's path leaves no trace file behind.
+type sessionFiles struct {
+	control net.Listener
+	trace   *os.File
+}
+
+// provideSessionFiles binds the control socket through the session directory's descriptor
+// (or, for an explicit --control elsewhere, through its own directory's), then opens the
+// trace the same way. The cleanup closes the socket, which removes its file; the trace file
+// is the trace sink's to close.
+func provideSessionFiles(p Paths, dir *osfs.SessionDir) (sessionFiles, func(), error) {
+	parent, err := dir.OpenDir(filepath.Dir(p.ControlPath))
 	if err != nil {
-		return nil, nil, err
+		return sessionFiles{}, nil, err
 	}
+	ln, err := control.Listen(parent, filepath.Base(p.ControlPath))
+	if err != nil {
+		return sessionFiles{}, nil, err
+	}
+	trace, err := dir.OpenTrace(p.TracePath)
+	if err != nil {
+		_ = ln.Close()
+		return sessionFiles{}, nil, err
+	}
+	return sessionFiles{control: ln, trace: trace}, func() { _ = ln.Close() }, nil
+}
+
+// provideTrace makes the trace sink over the opened trace file. A line that cannot be
+// written is logged and counted (jsonl.Report).
+func provideTrace(id Identity, logger zerolog.Logger, clk *clock.System, metrics *prometheus.Metrics,
+	files sessionFiles) (*jsonl.File, func(), error) {
 	sink, err := jsonl.Open(jsonl.Config{
-		File: f, SessionID: id.SessionID, Parent: id.TraceParent, Clock: clk,
-		Redact:  handle.Redact,
-		OnError: traceFailure(logger, metrics),
+		File: files.trace, SessionID: id.SessionID, Parent: id.TraceParent, Clock: clk,
+		Redact: handle.Redact, OnError: jsonl.Report(logger, metrics.TraceWritesFailed),
 	})
 	if err != nil {
-		_ = f.Close()
+		_ = files.trace.Close()
 		return nil, nil, err
 	}
 	return sink, func() { _ = sink.Close() }, nil
-}
-
-// traceFailure logs and counts what the trace reports. Lines that writes dropped arrive at
-// most once a minute with their count (jsonl.DroppedLines): a full disk or quota is a
-// warning, since requests are still answered; any other failure is an error.
-func traceFailure(logger zerolog.Logger, metrics *prometheus.Metrics) func(error) {
-	return func(err error) {
-		var dropped *jsonl.DroppedLines
-		if !errors.As(err, &dropped) {
-			metrics.TraceWritesFailed(1)
-			logger.Error().Err(err).Msg("a trace line could not be written")
-			return
-		}
-		metrics.TraceWritesFailed(dropped.Count)
-		line := logger.Error()
-		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-			line = logger.Warn()
-		}
-		line.Int("dropped", dropped.Count).AnErr("cause", dropped.Err).Msg("trace lines could not be written and were dropped")
-	}
 }
 
 func provideCardFetcher(roots *x509.CertPool) *peerhttp.CardFetcher {
@@ -299,15 +323,20 @@ func provideResources(files *application.Files, peer *application.Redeem, card h
 // control server.
 type resourceServer struct{ *http.Server }
 
-// provideResourceServer builds the hardened resource listener's server; with metrics on, it
-// times each request on a plane and counts the connections.
-func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi.Resources, requests *inflight,
+// newServer builds one of the service's HTTP servers, hardened by limits.Harden as opts
+// says, its requests tracked for shutdown and net/http's own errors logged.
+func newServer(h http.Handler, opts limits.Options, requests *limits.Inflight, logger zerolog.Logger) *http.Server {
+	srv := &http.Server{Handler: requests.Track(h), BaseContext: requests.BaseContext, ErrorLog: log.New(logger, "", 0)}
+	limits.Harden(srv, opts)
+	return srv
+}
+
+// provideResourceServer builds the resource listener's server; with metrics on, it times each
+// request on a plane and counts the connections.
+func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi.Resources, requests *limits.Inflight,
 	metrics *prometheus.Metrics) resourceServer {
-	srv := &http.Server{
-		Handler:     requests.track(metrics.InstrumentRequests(httpapi.NewEcho(resources, logger), httpapi.PlaneOf)),
-		BaseContext: requests.baseContext, ErrorLog: log.New(logger, "", 0),
-	}
-	limits.Harden(srv, limits.Options{ReadHeaderTimeout: lim.ReadHeaderTimeout, WriteTimeout: lim.SendTimeout})
+	h := metrics.InstrumentRequests(httpapi.NewEcho(resources, logger), httpapi.PlaneOf)
+	srv := newServer(h, limits.Options{ReadHeaderTimeout: lim.ReadHeaderTimeout, WriteTimeout: lim.SendTimeout}, requests, logger)
 	srv.ConnState = metrics.TrackConnections(srv.ConnState)
 	return resourceServer{srv}
 }
@@ -321,15 +350,31 @@ func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, ne
 	return control.NewAPI(status, tasks, share, fetch, logger)
 }
 
+// openAtStart is everything the service opens at start. Confinement comes after all of it:
+// a resource opened behind the wall would be refused. A new resource the service opens at
+// start belongs here.
+type openAtStart struct {
+	Workdir *osfs.FS
+	Inbox   *osfs.Inbox
+	Session sessionFiles
+	Trace   *jsonl.File
+	Spool   ports.Spool
+}
+
 // provideConfinement confines the process (docs/operator-guide.md, "Confinement") once
-// everything it opens at start is open. Its unused arguments order it after them: the
-// workdir, peer-in, the trace, the control socket and the spool (the resource listener is bound before
-// the Launch is made, and the peer CA bundle read). A resource the service opens at start
-// belongs in this list; the control API and the service, which report the confinement, come
-// after it.
+// everything it opens at start is open (the resource listener is bound before the Launch is
+// made, and the peer CA bundle read). The control API and the service, which report the
+// confinement, come after it.
 func provideConfinement(mode landlock.Mode, m manifest.Manifest, p Paths, obs Observability, logger zerolog.Logger,
-	_ *osfs.FS, _ *osfs.Inbox, _ *jsonl.File, _ controlListener, _ ports.Spool) (landlock.Result, error) {
-	policy := landlock.Policy{Workdir: p.Workdir, Writable: writableDirs(m, p), ProcessStats: obs.MetricsListener != nil}
+	_ openAtStart) (landlock.Result, error) {
+	service := landlock.Service{
+		Workdir: p.Workdir, SessionDir: p.SessionDir, TracePath: p.TracePath, ControlPath: p.ControlPath,
+		SpoolDir: p.SpoolDir, Metrics: obs.MetricsListener != nil,
+	}
+	if m.PeerFetch != nil {
+		service.Inbox = filepath.Join(p.Workdir, osfs.InboxDir)
+	}
+	policy := service.Policy()
 	if mode != landlock.Off {
 		for _, dir := range policy.Exposing() {
 			logger.Warn().Str("dir", dir).Msg("this writable directory holds the workdir: confinement cannot keep the workdir read-only; " +
@@ -339,51 +384,20 @@ func provideConfinement(mode landlock.Mode, m manifest.Manifest, p Paths, obs Ob
 	return landlock.Confine(mode, policy)
 }
 
-// writableDirs are the directories the service writes beneath once confined: the session
-// directory, those of the trace and the control socket, the spool, and peer-in when
-// fetch-peer-file is offered.
-func writableDirs(m manifest.Manifest, p Paths) []string {
-	dirs := []string{p.SessionDir, filepath.Dir(p.TracePath), filepath.Dir(p.ControlPath), p.SpoolDir}
-	if m.PeerFetch != nil {
-		dirs = append(dirs, filepath.Join(p.Workdir, osfs.InboxDir))
-	}
-	return dirs
-}
-
 // controlServer serves the control API on the control socket.
 type controlServer struct{ *http.Server }
 
-func provideControlServer(lim Limits, logger zerolog.Logger, api *control.API, requests *inflight) controlServer {
-	return controlServer{&http.Server{
-		Handler: requests.track(api.NewEcho()), BaseContext: requests.baseContext,
-		ReadHeaderTimeout: lim.ReadHeaderTimeout, ErrorLog: log.New(logger, "", 0),
-	}}
-}
-
-// controlListener is the bound control socket.
-type controlListener struct{ net.Listener }
-
-// provideControlListener binds the control socket through the session directory's descriptor
-// (or, for an explicit --control elsewhere, through its own directory's).
-func provideControlListener(p Paths, dir *osfs.SessionDir) (controlListener, func(), error) {
-	parent, err := dir.OpenDir(filepath.Dir(p.ControlPath))
-	if err != nil {
-		return controlListener{}, nil, err
-	}
-	ln, err := control.Listen(parent, filepath.Base(p.ControlPath))
-	if err != nil {
-		return controlListener{}, nil, err
-	}
-	return controlListener{ln}, func() { _ = ln.Close() }, nil
+func provideControlServer(lim Limits, logger zerolog.Logger, api *control.API, requests *limits.Inflight) controlServer {
+	return controlServer{newServer(api.NewEcho(), limits.ControlOptions(lim.ReadHeaderTimeout), requests, logger)}
 }
 
 // provideService takes the whole Launch: the service reports it, in the ready line and in
 // session_start.
-func provideService(l Launch, resource resourceServer, resourceLn resourceListener, ctl controlServer, ctlLn controlListener,
-	requests *inflight, sink *fanout.Sink, session application.Session, tools []string, confined landlock.Result,
+func provideService(l Launch, w workdir, resource resourceServer, resourceLn resourceListener, ctl controlServer, files sessionFiles,
+	requests *limits.Inflight, sink *fanout.Sink, session application.Session, tools []string, confined landlock.Result,
 	metrics metricsServer, ready *readiness) *Service {
 	return &Service{
-		launch: l, resource: resource.Server, resourceLn: resourceLn.Listener, control: ctl.Server, ctlLn: ctlLn.Listener,
+		launch: l, workdirCreated: w.created, resource: resource.Server, resourceLn: resourceLn.Listener, control: ctl.Server, ctlLn: files.control,
 		requests: requests, trace: sink, session: session, tools: tools, log: l.Log, confined: confined,
 		metrics: metrics, ready: ready,
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
+	"github.com/resplane/resplane/adapters/logging"
 	"github.com/resplane/resplane/adapters/memfs"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
@@ -70,7 +71,7 @@ func BenchmarkServe(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	logger, err := resplane.NewLogger(io.Discard, "info", "json")
+	logger, err := logging.New(io.Discard, "info", "json")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,11 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/resplane/resplane/adapters/fanout"
+	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/trace"
@@ -22,19 +25,20 @@ import (
 // metrics listener when it is on, and the trace. Run serves until its context ends, then shuts
 // down gracefully.
 type Service struct {
-	launch     Launch
-	resource   *http.Server
-	resourceLn net.Listener
-	control    *http.Server
-	ctlLn      net.Listener
-	requests   *inflight
-	trace      *fanout.Sink
-	session    application.Session
-	tools      []string
-	log        zerolog.Logger
-	confined   landlock.Result
-	metrics    metricsServer
-	ready      *readiness
+	launch         Launch
+	workdirCreated bool
+	resource       *http.Server
+	resourceLn     net.Listener
+	control        *http.Server
+	ctlLn          net.Listener
+	requests       *limits.Inflight
+	trace          *fanout.Sink
+	session        application.Session
+	tools          []string
+	log            zerolog.Logger
+	confined       landlock.Result
+	metrics        metricsServer
+	ready          *readiness
 }
 
 // ReadyLine is the one JSON object serve prints on stdout once both listeners are up.
@@ -93,6 +97,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		return fmt.Errorf("writing the ready line: %w", err)
 	}
 	s.log.Info().Str("listen", l.Listener.Addr().String()).Str("session_id", l.Identity.SessionID).Msg("serving")
+	s.describeWorkdir()
 
 	select {
 	case err := <-failed:
@@ -106,7 +111,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	if err := errors.Join(s.resource.Shutdown(grace), s.control.Shutdown(grace)); err != nil {
 		s.log.Warn().Err(err).Msg("in-flight requests did not finish within the shutdown grace; cancelling them")
 	}
-	if !s.requests.abandon(abandonWait) {
+	if !s.requests.Abandon(abandonWait) {
 		s.log.Warn().Msg("cancelled requests did not return in time")
 	}
 	s.trace.End(trace.SessionEnd{Generation: s.session.Generation.Current(), Reason: "signal"})
@@ -128,5 +133,21 @@ const abandonWait = 2 * time.Second
 func serve(srv *http.Server, ln net.Listener, failed chan<- error) {
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		failed <- err
+	}
+}
+
+// describeWorkdir says, once the service serves, what a newcomer would otherwise have to guess
+// from an empty listing: that the launch created the workdir, and which declared export root
+// does not exist in it yet.
+func (s *Service) describeWorkdir() {
+	l := s.launch
+	if s.workdirCreated {
+		l.Log.Info().Str("workdir", l.Paths.Workdir).Msg("created the workdir: it did not exist")
+	}
+	for field, root := range declaredRoots(l.Manifest) {
+		if _, err := os.Lstat(filepath.Join(l.Paths.Workdir, root)); errors.Is(err, os.ErrNotExist) {
+			l.Log.Info().Str("field", field).Str("root", root).
+				Msg("this export root does not exist yet in the workdir: it lists no file until it is created")
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/fanout"
+	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
@@ -29,6 +30,7 @@ var launchSet = wire.NewSet(
 var adapterSet = wire.NewSet(
 	wire.Struct(new(clock.System)),
 	wire.Bind(new(ports.Clock), new(*clock.System)),
+	provideWorkdir,
 	provideWorkdirFS,
 	wire.Bind(new(ports.ExportFS), new(*osfs.FS)),
 	provideInbox,
@@ -41,6 +43,7 @@ var adapterSet = wire.NewSet(
 	wire.Struct(new(keys.RandomNonce)),
 	wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)),
 	provideSessionDir,
+	provideSessionFiles,
 	provideTrace,
 	provideMetrics,
 	provideSpans,
@@ -77,11 +80,11 @@ var handlerSet = wire.NewSet(
 // and the metrics listener, and the service that runs them.
 var edgeSet = wire.NewSet(
 	handlerSet,
-	newInflight,
+	limits.NewInflight,
 	provideResourceListener,
 	provideResourceServer,
 	provideControlServer,
-	provideControlListener,
+	wire.Struct(new(openAtStart), "*"),
 	provideConfinement,
 	newReadiness,
 	provideMetricsServer,

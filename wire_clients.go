@@ -5,6 +5,7 @@ package resplane
 import (
 	"github.com/google/wire"
 
+	"github.com/resplane/resplane/adapters/control"
 	"github.com/resplane/resplane/adapters/localfs"
 	"github.com/resplane/resplane/adapters/mcp"
 	"github.com/resplane/resplane/adapters/operatorhttp"
@@ -48,4 +49,11 @@ func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
 		provideMCPServer,
 	)
 	return nil, nil
+}
+
+// InitializeControl assembles the client of the control socket at c, for `resplane tool`,
+// `task` and `status`.
+func InitializeControl(c ControlPath) *control.Client {
+	wire.Build(provideControlClient)
+	return nil
 }

@@ -9,7 +9,9 @@ package resplane
 import (
 	"github.com/google/wire"
 	"github.com/resplane/resplane/adapters/clock"
+	"github.com/resplane/resplane/adapters/control"
 	"github.com/resplane/resplane/adapters/fanout"
+	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/mcp"
@@ -26,18 +28,22 @@ import (
 // removes the control socket, drains the trace's other sinks and flushes the spans, closes the
 // trace and the workdir, and zeroes the instance key.
 func InitializeService(l Launch) (*Service, func(), error) {
-	limits := l.Limits
+	paths := l.Paths
+	resplaneWorkdir, err := provideWorkdir(paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	resplaneLimits := l.Limits
 	logger := l.Log
 	manifest := l.Manifest
 	class := l.Containment
 	session := provideSession(class)
-	paths := l.Paths
-	fs, cleanup, err := provideWorkdirFS(paths)
+	fs, cleanup, err := provideWorkdirFS(resplaneWorkdir)
 	if err != nil {
 		return nil, nil, err
 	}
 	identity := l.Identity
-	sessionDir, cleanup2, err := provideSessionDir(identity, paths, fs)
+	sessionDir, cleanup2, err := provideSessionDir(identity, resplaneWorkdir)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -48,7 +54,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	resplaneBudgets, err := provideBudgets(manifest, limits, spool)
+	resplaneBudgets, err := provideBudgets(resplaneLimits, spool)
 	if err != nil {
 		cleanup3()
 		cleanup2()
@@ -60,14 +66,14 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	system := &clock.System{}
 	observability := l.Observability
 	metrics := provideMetrics(observability, resplaneBudgets)
-	resplaneControlListener, cleanup4, err := provideControlListener(paths, sessionDir)
+	resplaneSessionFiles, cleanup4, err := provideSessionFiles(paths, sessionDir)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	file, cleanup5, err := provideTrace(identity, paths, logger, system, metrics, sessionDir, resplaneControlListener)
+	file, cleanup5, err := provideTrace(identity, logger, system, metrics, resplaneSessionFiles)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -102,9 +108,9 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	network := l.Network
 	agentCard := provideAgentCard(manifest, identity, network)
 	policy := provideHostPolicy(network)
-	resources := provideResources(files, redeem, agentCard, policy, limits)
-	resplaneInflight := newInflight()
-	resplaneResourceServer := provideResourceServer(limits, logger, resources, resplaneInflight, metrics)
+	resources := provideResources(files, redeem, agentCard, policy, resplaneLimits)
+	inflight := limits.NewInflight()
+	resplaneResourceServer := provideResourceServer(resplaneLimits, logger, resources, inflight, metrics)
 	listener := l.Listener
 	resplaneResourceListener := provideResourceListener(listener, logger)
 	tasks := application.NewTasks(session)
@@ -113,7 +119,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	randomNonce := keys.RandomNonce{}
 	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, fanoutSink)
 	redeemer := provideRedeemer(certPool)
-	inbox, cleanup9, err := provideInbox(manifest, paths, logger, fs)
+	inbox, cleanup9, err := provideInbox(manifest, resplaneWorkdir, logger)
 	if err != nil {
 		cleanup8()
 		cleanup7()
@@ -125,9 +131,16 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, redeemer, inbox, fanoutSink)
+	fetchPeerFile := provideFetchPeerFile(manifest, network, resplaneLimits, redeemer, inbox, fanoutSink)
 	mode := l.Confine
-	result, err := provideConfinement(mode, manifest, paths, observability, logger, fs, inbox, file, resplaneControlListener, spool)
+	resplaneOpenAtStart := openAtStart{
+		Workdir: fs,
+		Inbox:   inbox,
+		Session: resplaneSessionFiles,
+		Trace:   file,
+		Spool:   spool,
+	}
+	result, err := provideConfinement(mode, manifest, paths, observability, logger, resplaneOpenAtStart)
 	if err != nil {
 		cleanup9()
 		cleanup8()
@@ -141,11 +154,11 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger, result)
-	resplaneControlServer := provideControlServer(limits, logger, api, resplaneInflight)
+	resplaneControlServer := provideControlServer(resplaneLimits, logger, api, inflight)
 	v := provideTools(api)
 	resplaneReadiness := newReadiness()
-	resplaneMetricsServer := provideMetricsServer(observability, limits, metrics, resplaneReadiness, logger)
-	service := provideService(l, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneControlListener, resplaneInflight, fanoutSink, session, v, result, resplaneMetricsServer, resplaneReadiness)
+	resplaneMetricsServer := provideMetricsServer(observability, resplaneLimits, metrics, resplaneReadiness, logger)
+	service := provideService(l, resplaneWorkdir, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneSessionFiles, inflight, fanoutSink, session, v, result, resplaneMetricsServer, resplaneReadiness)
 	return service, func() {
 		cleanup9()
 		cleanup8()
@@ -182,15 +195,15 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	network := l.Network
 	agentCard := provideAgentCard(manifest, identity, network)
 	policy := provideHostPolicy(network)
-	limits := l.Limits
-	resources := provideResources(files, redeem, agentCard, policy, limits)
+	resplaneLimits := l.Limits
+	resources := provideResources(files, redeem, agentCard, policy, resplaneLimits)
 	tasks := application.NewTasks(session)
 	cardFetcher := p.Cards
 	nonceSource := p.Nonces
 	shareFile := provideShareFile(manifest, peerIssuer, session, exportFS, cardFetcher, nonceSource, portsClock, traceSink)
 	peerRedeemer := p.Redeemer
 	peerInbox := p.Inbox
-	fetchPeerFile := provideFetchPeerFile(manifest, network, limits, peerRedeemer, peerInbox, traceSink)
+	fetchPeerFile := provideFetchPeerFile(manifest, network, resplaneLimits, peerRedeemer, peerInbox, traceSink)
 	logger := l.Log
 	result := _wireResultValue
 	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger, result)
@@ -248,8 +261,18 @@ func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	server := provideMCPServer(l, agentTools, remoteFiles)
+	server, err := provideMCPServer(l, agentTools, remoteFiles)
+	if err != nil {
+		return nil, err
+	}
 	return server, nil
+}
+
+// InitializeControl assembles the client of the control socket at c, for `resplane tool`,
+// `task` and `status`.
+func InitializeControl(c ControlPath) *control.Client {
+	client := provideControlClient(c)
+	return client
 }
 
 // wire.go:
@@ -263,10 +286,12 @@ var launchSet = wire.NewSet(wire.FieldsOf(new(Launch), "Manifest", "Identity", "
 
 // adapterSet provides the outbound adapters and binds each to the port it implements. This is
 // the one place where a concrete adapter meets its port.
-var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideSpool,
+var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), provideWorkdir,
+	provideWorkdirFS, wire.Bind(new(ports.ExportFS), new(*osfs.FS)), provideInbox, wire.Bind(new(ports.PeerInbox), new(*osfs.Inbox)), provideSpool,
 	provideBudgets,
 	provideApplicationBudgets,
 	provideInstanceKey, wire.Bind(new(ports.InstanceKey), new(*keys.Random)), wire.Struct(new(keys.RandomNonce)), wire.Bind(new(ports.NonceSource), new(keys.RandomNonce)), provideSessionDir,
+	provideSessionFiles,
 	provideTrace,
 	provideMetrics,
 	provideSpans,
@@ -294,13 +319,9 @@ var handlerSet = wire.NewSet(
 // edgeSet provides the inbound side: the handlers, the resource listener, the control socket
 // and the metrics listener, and the service that runs them.
 var edgeSet = wire.NewSet(
-	handlerSet,
-	newInflight,
-	provideResourceListener,
+	handlerSet, limits.NewInflight, provideResourceListener,
 	provideResourceServer,
-	provideControlServer,
-	provideControlListener,
-	provideConfinement,
+	provideControlServer, wire.Struct(new(openAtStart), "*"), provideConfinement,
 	newReadiness,
 	provideMetricsServer,
 	provideService,

@@ -3,45 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 	"unicode"
 
 	"github.com/resplane/resplane"
+	"github.com/resplane/resplane/adapters/config"
 	"github.com/resplane/resplane/adapters/localfs"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/pathpolicy"
-	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
 )
-
-// filesUsage is the help of `resplane files` (docs/operator-guide.md, "Pulling outputs").
-const filesUsage = `Usage:
-  resplane files ls URL [--json]
-  resplane files get URL PATH [-o FILE]
-  resplane files pull URL DIR [--delete] [--jobs N] [--dry-run] [--json]
-
-The operator's client of a service's operator plane. URL is the service's base URL as the
-ready line prints it (http://127.0.0.1:8080); a URL ending in /resources/files is accepted too.
-
-  ls    prints the listing: path, size, mtime and a short sha256 (--json: the service's JSON)
-  get   downloads one file, verified against its etag, onto FILE atomically (default: the
-        file's name in the current directory; -o - writes it to stdout once verified)
-  pull  mirrors the export into DIR: fetches the files that are missing or differ, verifies
-        and lands each atomically; --delete also removes local files the listing lacks
-
-Exit status: 0 when everything succeeded, 1 when a file failed or the service refused,
-2 for a usage error. Run 'resplane files <command> --help' for a command's flags.
-`
 
 // defaultJobs is how many files a pull fetches at once unless --jobs says otherwise
 // (docs/decisions.md, "A pull fetches four files at a time by default").
@@ -50,110 +27,59 @@ const defaultJobs = 4
 // maxJobs bounds --jobs: each job holds a connection and a temp file.
 const maxJobs = 64
 
-// parseOrHelp parses args into fs. Asked for help, it writes help on stdout (exit 0); a bad
-// flag is a usage error, which fs has already reported. ok is false when the caller must
-// return status.
-func parseOrHelp(fs *flag.FlagSet, args []string, stdout io.Writer, help func()) (status int, ok bool) {
-	// The flag package prints the usage for -h as well as for a bad flag; help goes to stdout
-	// alone, so the usage is printed here, after the package's error line, for a bad flag only.
-	usage := fs.Usage
-	fs.Usage = func() {}
-	err := fs.Parse(args)
-	fs.Usage = usage
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stdout)
-		help()
-		return exitOK, false
-	case err != nil:
-		usage()
-		return exitUsage, false
-	}
-	return 0, true
-}
+// urlNote says what URL is, for every files command.
+const urlNote = `URL is the service's base URL as the ready line prints it (http://127.0.0.1:8080); a URL
+ending in /resources/files is accepted too. Exit status: 0 when everything succeeded, 1 when
+a file failed or the service refused, 2 for a usage error.`
 
-// groupUsage answers a command that groups subcommands when it is given none (its usage on
-// stderr, exit 2) or asked for help (its usage on stdout, exit 0); done is false otherwise.
-func groupUsage(args []string, usage string, stdout, stderr io.Writer) (status int, done bool) {
-	switch {
-	case len(args) == 0:
-		fmt.Fprint(stderr, usage)
-		return exitUsage, true
-	case isHelp(args[0]):
-		fmt.Fprint(stdout, usage)
-		return exitOK, true
-	}
-	return 0, false
-}
-
-func filesCommand(args []string, stdout, stderr io.Writer) int {
-	if status, done := groupUsage(args, filesUsage, stdout, stderr); done {
-		return status
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "ls":
-		return filesLs(ctx, rest, stdout, stderr)
-	case "get":
-		return filesGet(ctx, rest, stdout, stderr)
-	case "pull":
-		return filesPull(ctx, rest, stdout, stderr)
-	default:
-		fmt.Fprintf(stderr, "resplane files: unknown command %q\n\n%s", cmd, filesUsage)
-		return exitUsage
+func filesCommand() *command {
+	return &command{
+		spec: config.Spec{Name: "files", Summary: `Lists, downloads and mirrors a service's export. This is the operator's
+client of the operator plane (docs/operator-guide.md, "Pulling outputs"); it verifies every
+file against its etag.`},
+		sub: []*command{filesLsCommand(), filesGetCommand(), filesPullCommand()},
 	}
 }
 
-// filesFlags is the flag set of one files command, with its positional arguments.
-type filesFlags struct {
-	*flag.FlagSet
-	positional []string
-	want       []string // the names of the positional arguments, for messages
+func filesLsCommand() *command {
+	return &command{spec: config.Spec{Name: "files ls", Args: []string{"URL"},
+		Summary: "Prints the listing. Each row shows a file's size, mtime, short sha256 and path.",
+		Flags:   []config.Flag{{Name: "json", Usage: "Print the service's listing JSON verbatim"}},
+		Notes:   urlNote,
+	}, run: (*program).filesLs}
 }
 
-func newFilesFlags(name string, stderr io.Writer, positional ...string) *filesFlags {
-	fs := flag.NewFlagSet("resplane files "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	f := &filesFlags{FlagSet: fs, want: positional}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: resplane files %s %s [flags]\n", name, strings.Join(positional, " "))
-		fs.PrintDefaults()
-	}
-	return f
+func filesGetCommand() *command {
+	return &command{spec: config.Spec{Name: "files get", Args: []string{"URL", "PATH"},
+		Summary: `Downloads one file, verified against its etag. It lands atomically; PATH is
+relative to the export root, as the listing shows it.`,
+		Flags: []config.Flag{{Name: "output", Short: "o", Arg: "FILE", DefaultHelp: "the file's name in the current directory",
+			Usage: "Where to write the file; - writes it to stdout once verified"}},
+		Notes: urlNote,
+	}, run: (*program).filesGet}
 }
 
-// parse parses args, flags and positional arguments in any order (a lone "--" ends the
-// flags); ok is false when the caller must return status.
-func (f *filesFlags) parse(args []string, stdout io.Writer) (status int, ok bool) {
-	for {
-		if status, ok := parseOrHelp(f.FlagSet, args, stdout, f.Usage); !ok {
-			return status, false
-		}
-		rest := f.Args()
-		if consumed := args[:len(args)-len(rest)]; len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
-			f.positional = append(f.positional, rest...)
-			break
-		}
-		if len(rest) == 0 {
-			break
-		}
-		f.positional, args = append(f.positional, rest[0]), rest[1:]
-	}
-	if len(f.positional) != len(f.want) {
-		fmt.Fprintf(f.Output(), "%s: takes %s, got %d argument(s)\n", f.Name(), strings.Join(f.want, " and "), len(f.positional))
-		return exitUsage, false
-	}
-	return 0, true
+func filesPullCommand() *command {
+	return &command{spec: config.Spec{Name: "files pull", Args: []string{"URL", "DIR"},
+		Summary: `Mirrors the export into DIR. It fetches the files that are missing or differ,
+verifies and lands each atomically, and never writes outside DIR.`,
+		Flags: []config.Flag{
+			{Name: "delete", Usage: "Also remove local regular files the listing no longer has"},
+			{Name: "jobs", Arg: "N", Default: strconv.Itoa(defaultJobs), Usage: "How many files to fetch at once, 1 to " + strconv.Itoa(maxJobs)},
+			{Name: "dry-run", Usage: "Show what would be fetched and deleted, and change nothing"},
+			{Name: "json", Usage: `Print {"fetched","unchanged","deleted","failed","bytes"} on stdout at the end`},
+		},
+		Notes: urlNote,
+	}, run: (*program).filesPull}
 }
 
-// report prints err on stderr: a refusal as "<code>: <message>", anything else as its text.
-func report(stderr io.Writer, prefix string, err error) {
-	if r, ok := refusal.As(err); ok {
-		fmt.Fprintf(stderr, "%s: %s: %s\n", prefix, r.Code, r.Message)
-		return
+// refused is a refusal the service or the client made, as the one line a files command
+// prints for it: "<code>: <message>"; the command's name comes first (program.exit).
+func refused(subject string, err error) error {
+	if subject == "" {
+		return err
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
+	return fmt.Errorf("%s: %w", subject, err)
 }
 
 // shown returns a path the service sent, fit to print: as it is when every character is a
@@ -165,27 +91,30 @@ func shown(path string) string {
 	return strconv.Quote(path)
 }
 
-func filesLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newFilesFlags("ls", stderr, "URL")
-	asJSON := f.Bool("json", false, "print the service's listing JSON verbatim")
-	if status, ok := f.parse(args, stdout); !ok {
-		return status
-	}
-	files, err := resplane.InitializeRemoteFiles(resplane.ServiceURL(f.positional[0]))
+// remoteFiles assembles the client of the service at the URL argument; a URL it cannot use is
+// a usage error.
+func remoteFiles(u string) (*application.RemoteFiles, error) {
+	files, err := resplane.InitializeRemoteFiles(resplane.ServiceURL(u))
 	if err != nil {
-		fmt.Fprintf(stderr, "resplane files ls: %v\n", err)
-		return exitUsage
+		return nil, config.Usagef("%v", err)
+	}
+	return files, nil
+}
+
+func (p *program) filesLs(ctx context.Context, v config.Values) error {
+	files, err := remoteFiles(v.Args[0])
+	if err != nil {
+		return err
 	}
 	listing, err := files.List(ctx)
 	if err != nil {
-		report(stderr, "resplane files ls", err)
-		return exitFailure
+		return err
 	}
-	if *asJSON {
-		fmt.Fprintln(stdout, strings.TrimSpace(string(listing.Raw)))
-		return exitOK
+	if v.Switch("json") {
+		fmt.Fprintln(p.stdout, strings.TrimSpace(string(listing.Raw)))
+		return nil
 	}
-	table := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	table := tabwriter.NewWriter(p.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(table, "SIZE\tMTIME (UTC)\tSHA256\t PATH")
 	for _, e := range listing.Entries {
 		short := e.SHA256
@@ -195,51 +124,41 @@ func filesLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(table, "%d\t%s\t%s\t %s\n", e.Size, time.UnixMilli(e.MtimeMs).UTC().Format("2006-01-02 15:04:05"),
 			shown(short), shown(e.Path))
 	}
-	table.Flush()
-	return exitOK
+	return table.Flush()
 }
 
-func filesGet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newFilesFlags("get", stderr, "URL", "PATH")
-	out := f.String("o", "", "where to write the file (default: its name in the current directory; - for stdout)")
-	if status, ok := f.parse(args, stdout); !ok {
-		return status
-	}
-	rel, err := pathpolicy.Lower(f.positional[1])
+func (p *program) filesGet(ctx context.Context, v config.Values) error {
+	rel, err := pathpolicy.Lower(v.Args[1])
 	if err != nil {
-		fmt.Fprintf(stderr, "resplane files get: PATH must be a path relative to the export root, as the listing shows it, "+
-			"with no empty, \".\" or \"..\" component\n")
-		return exitUsage
+		return config.Usagef("PATH must be a path relative to the export root, as the listing shows it, " +
+			"with no empty, \".\" or \"..\" component")
 	}
-	files, err := resplane.InitializeRemoteFiles(resplane.ServiceURL(f.positional[0]))
+	files, err := remoteFiles(v.Args[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "resplane files get: %v\n", err)
-		return exitUsage
+		return err
 	}
-	target := *out
+	target := v.String("output")
 	if target == "" {
 		components := rel.Components()
 		target = components[len(components)-1]
 	}
 	var landing ports.Landing
 	if target == "-" {
-		landing, err = localfs.Spool(stdout)
+		landing, err = localfs.Spool(p.stdout)
 	} else {
 		landing, err = localfs.CreateAt(target)
 	}
 	if err != nil {
-		report(stderr, "resplane files get", err)
-		return exitFailure
+		return err
 	}
 	fetched, err := files.Fetch(ctx, rel, application.Unlimited, landing)
 	if err != nil {
-		report(stderr, "resplane files get: "+shown(rel.String()), err)
-		return exitFailure
+		return refused(shown(rel.String()), err)
 	}
 	if target != "-" {
-		fmt.Fprintf(stderr, "%s: %d bytes, sha256 %s\n", shown(target), fetched.Bytes, fetched.SHA256)
+		fmt.Fprintf(p.stderr, "%s: %d bytes, sha256 %s\n", shown(target), fetched.Bytes, fetched.SHA256)
 	}
-	return exitOK
+	return nil
 }
 
 // pullJSON is the summary `pull --json` prints (docs/operator-guide.md, "Pulling outputs").
@@ -251,42 +170,33 @@ type pullJSON struct {
 	Bytes     int64 `json:"bytes"`
 }
 
-func filesPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newFilesFlags("pull", stderr, "URL", "DIR")
-	del := f.Bool("delete", false, "remove local regular files the listing no longer has")
-	jobs := f.Int("jobs", defaultJobs, "how many files to fetch at once (1 to "+strconv.Itoa(maxJobs)+")")
-	dryRun := f.Bool("dry-run", false, "show what would be fetched and deleted, and change nothing")
-	asJSON := f.Bool("json", false, `print {"fetched","unchanged","deleted","failed","bytes"} on stdout at the end`)
-	if status, ok := f.parse(args, stdout); !ok {
-		return status
+func (p *program) filesPull(ctx context.Context, v config.Values) error {
+	jobs, err := strconv.Atoi(v.String("jobs"))
+	if err != nil || jobs < 1 || jobs > maxJobs {
+		return v.Invalid("jobs", fmt.Errorf("must be a whole number from 1 to %d", maxJobs))
 	}
-	if *jobs < 1 || *jobs > maxJobs {
-		fmt.Fprintf(stderr, "resplane files pull: --jobs must be between 1 and %d, got %d\n", maxJobs, *jobs)
-		return exitUsage
-	}
-	stderrFile, _ := stderr.(*os.File)
+	stderrFile, _ := p.stderr.(*os.File)
 	mirror, cleanup, err := resplane.InitializeMirror(resplane.PullLaunch{
-		URL: resplane.ServiceURL(f.positional[0]), Dir: resplane.MirrorDir(f.positional[1]), Stderr: stderrFile,
+		URL: resplane.ServiceURL(v.Args[0]), Dir: resplane.MirrorDir(v.Args[1]), Stderr: stderrFile,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "resplane files pull: %v\n", err)
-		return exitUsage
+		return config.Usagef("%v", err)
 	}
 	defer cleanup()
-	summary, err := mirror.Pull(ctx, application.PullOptions{Jobs: *jobs, Delete: *del, DryRun: *dryRun})
+	dryRun := v.Switch("dry-run")
+	summary, err := mirror.Pull(ctx, application.PullOptions{Jobs: jobs, Delete: v.Switch("delete"), DryRun: dryRun})
 	if err != nil {
-		report(stderr, "resplane files pull: the listing", err)
-		return exitFailure
+		return refused("the listing", err)
 	}
-	printPull(stderr, summary, *dryRun)
-	if *asJSON {
+	printPull(p.stderr, summary, dryRun)
+	if v.Switch("json") {
 		line, _ := json.Marshal(pullJSON{summary.Fetched, summary.Unchanged, summary.Deleted, summary.Failed, summary.Bytes})
-		fmt.Fprintln(stdout, string(line))
+		fmt.Fprintln(p.stdout, string(line))
 	}
 	if summary.Failed > 0 {
-		return exitFailure
+		return exitError(exitFailure)
 	}
-	return exitOK
+	return nil
 }
 
 // printPull writes what a pull did on stderr: a line per failure, per changed file and, on a

@@ -44,7 +44,7 @@ Exit status: 0 when everything succeeded, 1 when a file failed or the service re
 `
 
 // defaultJobs is how many files a pull fetches at once unless --jobs says otherwise
-// (docs/decisions.md, "A pull fetches four files at a time by default").
+// (docs/decisions/0043-pull-fetches-four-files-at-a-time.md).
 const defaultJobs = 4
 
 // maxJobs bounds --jobs: each job holds a connection and a temp file.

@@ -57,8 +57,8 @@ type Options struct {
 //   - one request per connection, which rawtarget relies on: srv.Handler is wrapped so that
 //     every response carries "Connection: close" and net/http closes after it. Keep-alive is
 //     deliberately left enabled in net/http itself, because with it disabled net/http strips
-//     the header from HTTP/1.0 responses, and every response must carry it (docs/decisions.md,
-//     "`Connection: close` on every response of the resource listener");
+//     the header from HTTP/1.0 responses, and every response must carry it
+//     (docs/decisions/0008-connection-close-on-every-response.md);
 //   - no general "OPTIONS *" handler: that request gets the handler's answer (a bare 404),
 //     not net/http's built-in 200;
 //   - ReadHeaderTimeout: a connection that has not sent its whole header in time is closed;

@@ -35,10 +35,11 @@ test-short: ## Run the tests without the race detector.
 test-large: ## The opt-in tests too slow for CI (a 1 GiB file served in little memory).
 	RESPLANE_TEST_LARGE=1 $(GO) test -count=1 -run 'Gibibyte' ./test/blackbox/
 
-lint: ## gofmt, go vet and staticcheck.
+lint: ## gofmt, go vet, staticcheck, and the docs' links and decision index (test/docs).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKG)
 	$(GO) tool staticcheck $(PKG)
+	$(GO) test -count=1 ./test/docs/
 
 fmt: ## Format the code.
 	gofmt -w $$(git ls-files '*.go')

@@ -59,8 +59,8 @@ bench: ## Run the Go benchmarks.
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s), one at a time (see scripts/fuzz.sh).
 	GO=$(GO) scripts/fuzz.sh
 
-load: build ## Load-test the real binary (see scripts/load.sh).
-	scripts/load.sh
+load: build ## Load-test the real binary (see bench/load.sh).
+	bench/load.sh
 
 image: ## Build the container image (IMAGE, default resplane:dev) from Containerfile with podman or docker.
 	@if command -v podman >/dev/null 2>&1; then engine=podman; \

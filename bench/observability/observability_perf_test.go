@@ -1,4 +1,4 @@
-package resplane_test
+package observability_test
 
 import (
 	"bufio"

@@ -1,10 +1,12 @@
 # shellcheck shell=bash
-# What the one-core comparisons (scripts/nginx-bench.sh, scripts/observability-bench.sh) share:
-# sourced, never run. The caller sets SCRIPT (its name, for messages) before sourcing it.
+# What the one-core comparisons (bench/nginx-bench.sh, bench/observability-bench.sh) share:
+# sourced, never run, from the repository's top. The caller sets SCRIPT (its name, for
+# messages) before sourcing it.
 #
-#   pinned_setup COMMAND...  installs each missing COMMAND from the distribution's package of
-#                            the same name (apt-get, as root), requires two CPUs (one for the
-#                            servers, one for wrk), and makes $work, a temporary directory
+#   pinned_setup COMMAND...  requires git, taskset and each COMMAND (bench/require.sh: a
+#                            missing one is named, with the command that installs it, and the
+#                            script exits 2), requires two CPUs (one for the servers, one for
+#                            wrk; exit 2 otherwise), and makes $work, a temporary directory
 #                            removed at exit, after every process in $pids is stopped
 #   build_ref REF OUT        builds cmd/resplane of git ref REF from git's objects into OUT,
 #                            touching no worktree
@@ -17,20 +19,17 @@
 #   cpu_ticks PID            the process's user + system time so far, in clock ticks ($hz a
 #                            second)
 
+# shellcheck source=bench/require.sh
+source bench/require.sh
+
 pinned_setup() {
-	local missing=() command
-	for command in "$@"; do
-		command -v "$command" >/dev/null 2>&1 || missing+=("$command")
-	done
-	if ((${#missing[@]} > 0)); then
-		echo "$SCRIPT: installing ${missing[*]} from the distribution's packages" >&2
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-	fi
+	require git taskset nproc getconf "$@"
 	if (($(nproc) < 2)); then
-		echo "$SCRIPT: needs two CPUs (one for the servers, one for wrk)" >&2
-		exit 1
+		echo "$SCRIPT: needs two CPUs (one for the servers, one for wrk); this machine has $(nproc)" >&2
+		exit 2
 	fi
+	# shellcheck disable=SC2034 # read by the scripts that source this file
+	hz=$(getconf CLK_TCK)
 	work=$(mktemp -d)
 	pids=()
 	trap pinned_cleanup EXIT
@@ -72,5 +71,3 @@ serve_pinned() {
 }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# shellcheck disable=SC2034 # read by the scripts that source this file
-hz=$(getconf CLK_TCK)

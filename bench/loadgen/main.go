@@ -1,6 +1,6 @@
 // Command loadgen drives HTTP/1.1 load against a list of targets and reports, for each,
 // requests per second, throughput, p50/p99/max latency and the responses by status. It is the
-// load half of the benchmark rule ("a load script against the real binary"); scripts/load.sh
+// load half of the benchmark rule ("a load script against the real binary"); bench/load.sh
 // starts bin/resplane and runs it.
 //
 // Requests are written byte for byte over TCP, one request per connection with
@@ -20,7 +20,7 @@
 //
 // Usage:
 //
-//	go run ./scripts/loadgen -c 64 -d 10s -baseline-dir DIR \
+//	go run ./bench/loadgen -c 64 -d 10s -baseline-dir DIR \
 //	    -target resplane-4k=127.0.0.1:8080/resources/files/small.bin \
 //	    -target baseline-4k=baseline/small.bin \
 //	    -compare resplane-4k,baseline-4k

@@ -1,4 +1,10 @@
-package resplane_test
+// Package observability_test holds BenchmarkRead1KiBObservability, what metrics and spans cost
+// a 1 KiB read, measured in process against the real binary (docs/benchmarks.md,
+// "Observability cost"). It drives the binary through test/harness and uses nothing of the
+// root package, so it lives with the rest of the measurement apparatus under bench/. Like every
+// benchmark it runs only with -bench (make bench); under make test the package compiles and
+// runs nothing.
+package observability_test
 
 import (
 	"bytes"

@@ -21,8 +21,8 @@
 #   ONLY         an extended regexp: run only the targets whose name matches (default all)
 #   OUT_DIR      where the report is saved             (default tmp/nginx-bench, gitignored)
 #
-# nginx and wrk come from the distribution's packages: the script installs them with apt-get
-# when they are missing (as root).
+# Needs nginx, wrk, taskset, pgrep and git besides Go; when one is missing the script names it,
+# with the command that installs it, and exits 2 (it installs nothing itself).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,9 +36,9 @@ only=${ONLY:-.}
 out_dir=${OUT_DIR:-tmp/nginx-bench}
 
 SCRIPT=nginx-bench.sh
-# shellcheck source=scripts/pinned.sh
-source scripts/pinned.sh
-pinned_setup nginx wrk
+# shellcheck source=bench/pinned.sh
+source bench/pinned.sh
+pinned_setup nginx wrk pgrep
 
 # Binaries: this tree, and BASE_REF from git's objects (nothing in any worktree is touched).
 go build -trimpath -o "$work/resplane-new" ./cmd/resplane
@@ -136,7 +136,7 @@ targets=(
 mkdir -p "$out_dir"
 report=$out_dir/nginx-bench-$(date -u +%Y%m%dT%H%M%SZ).txt
 {
-	echo "# scripts/nginx-bench.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc) CPUs, $(go version | cut -d' ' -f3)"
+	echo "# bench/nginx-bench.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc) CPUs, $(go version | cut -d' ' -f3)"
 	echo "# this tree ($(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes')) vs $base_ref ($(git rev-parse --short "$base_ref")), $(nginx -v 2>&1), $(wrk -v 2>&1 | head -1)"
 	echo "# wrk -t1 -c$connections -d$duration -H 'Connection: close' on CPU 1; servers on CPU 0; $rounds rounds"
 } | tee "$report"

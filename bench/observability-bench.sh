@@ -4,8 +4,8 @@
 # metrics, with spans, with both, with spans sampled 1 in 10, and off again as a control for
 # the measurement's own noise; with BASE_REF, also the binary of that git ref with both.
 #
-# It measures the way scripts/nginx-bench.sh does: each server runs pinned to CPU 0 with
-# GOMAXPROCS=1, wrk and the collector (scripts/otlpsink) run on CPU 1, every request is a new
+# It measures the way bench/nginx-bench.sh does: each server runs pinned to CPU 0 with
+# GOMAXPROCS=1, wrk and the collector (bench/otlpsink) run on CPU 1, every request is a new
 # connection ("Connection: close"), and the servers take turns, ROUNDS times, in a new random
 # order each round, so drift spreads over all of them. Each server's CPU time per request comes
 # from /proc/<pid>/stat around its turns; on a saturated core it is what decides throughput,
@@ -24,8 +24,8 @@
 #                (default none: every server runs with Go's default, or the caller's GOGC)
 #   OUT_DIR      where the report is saved             (default tmp/observability-bench, gitignored)
 #
-# wrk comes from the distribution's packages: the script installs it with apt-get when it is
-# missing (as root).
+# Needs wrk, curl, taskset and git besides Go; when one is missing the script names it, with
+# the command that installs it, and exits 2 (it installs nothing itself).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,12 +39,12 @@ also_gogc=${ALSO_GOGC:-}
 out_dir=${OUT_DIR:-tmp/observability-bench}
 
 SCRIPT=observability-bench.sh
-# shellcheck source=scripts/pinned.sh
-source scripts/pinned.sh
-pinned_setup wrk
+# shellcheck source=bench/pinned.sh
+source bench/pinned.sh
+pinned_setup wrk curl shuf
 
 go build -trimpath -o "$work/resplane-new" ./cmd/resplane
-go build -trimpath -o "$work/otlpsink" ./scripts/otlpsink
+go build -trimpath -o "$work/otlpsink" ./bench/otlpsink
 [[ -z $base_ref ]] || build_ref "$base_ref" "$work/resplane-base"
 
 mkdir -p "$work/wd/out"
@@ -112,7 +112,7 @@ turn() {
 mkdir -p "$out_dir"
 report=$out_dir/observability-bench-$(date -u +%Y%m%dT%H%M%SZ).txt
 {
-	echo "# scripts/observability-bench.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc) CPUs, $(go version | cut -d' ' -f3)"
+	echo "# bench/observability-bench.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc) CPUs, $(go version | cut -d' ' -f3)"
 	echo "# this tree ($(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes'))${base_ref:+ and $base_ref ($(git rev-parse --short "$base_ref"))}, $(wrk -v 2>&1 | head -1)"
 	echo "# wrk -t1 -c$connections -d$duration -H 'Connection: close' and the collector on CPU 1; servers on CPU 0 (GOMAXPROCS=1); $rounds rounds"
 } | tee "$report"

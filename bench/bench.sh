@@ -19,6 +19,11 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
+SCRIPT=bench.sh
+# shellcheck source=bench/require.sh
+source bench/require.sh
+require awk
+
 count=${COUNT:-5}
 benchtime=${BENCHTIME:-1s}
 bench=${BENCH:-.}
@@ -38,7 +43,7 @@ fi
 args+=($pkgs)
 
 {
-	echo "# scripts/bench.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc) CPUs, $(go version | cut -d' ' -f3)"
+	echo "# bench/bench.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc) CPUs, $(go version | cut -d' ' -f3)"
 	echo "# go ${args[*]}"
 } | tee "$raw"
 go "${args[@]}" 2>&1 | tee -a "$raw" | grep -E '^(Benchmark|ok|FAIL|---|panic)' || true

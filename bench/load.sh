@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Load-test the real binary: start bin/resplane serve on a temporary capsule, drive it with
-# scripts/loadgen from a second process, side by side with a net/http.FileServer baseline
+# bench/loadgen from a second process, side by side with a net/http.FileServer baseline
 # over the same directory, then report resplane's peak RSS and stop it with SIGTERM (it must
 # exit 0). `make load` builds bin/resplane first and runs this.
 #
@@ -21,6 +21,11 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
+
+SCRIPT=load.sh
+# shellcheck source=bench/require.sh
+source bench/require.sh
+require awk
 
 concurrency=${CONCURRENCY:-64}
 duration=${DURATION:-5s}
@@ -93,11 +98,11 @@ mkdir -p "$out_dir"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 report=$out_dir/load-$stamp.txt
 {
-	echo "# scripts/load.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc) CPUs, $(go version | cut -d' ' -f3)"
+	echo "# bench/load.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc) CPUs, $(go version | cut -d' ' -f3)"
 	echo "# resplane pid $server_pid on $addr; CONCURRENCY=$concurrency DURATION=$duration ROUNDS=$rounds"
 } | tee "$report"
 
-go run ./scripts/loadgen -c "$concurrency" -d "$duration" -rounds "$rounds" \
+go run ./bench/loadgen -c "$concurrency" -d "$duration" -rounds "$rounds" \
 	-baseline-dir "$wd/out" \
 	-target "resplane-4k=$addr/resources/files/small.bin" \
 	-target "baseline-4k=baseline/small.bin" \

@@ -10,12 +10,18 @@
 #   BENCHTIME  -benchtime of each run                (default 20x)
 #   OUT_DIR    where the raw output is saved         (default tmp/bench, gitignored)
 #
-# Needs git, Go and awk. About a minute per round on 2 cores: each run writes its own 10,000
+# Needs git, tar and awk besides Go (a missing one is named, with the command that installs it,
+# and the script exits 2). About a minute per round on 2 cores: each run writes its own 10,000
 # files of 16 KiB and waits out the 2 s racy window before it measures.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
+
+SCRIPT=listing-bench.sh
+# shellcheck source=bench/require.sh
+source bench/require.sh
+require git tar awk
 
 base=${BASE:-$(git merge-base HEAD main)}
 rounds=${ROUNDS:-3}
@@ -32,7 +38,7 @@ git archive "$base" | tar -x -C "$work/base"
 go test -c -o "$work/head.test" ./application
 
 {
-	echo "# scripts/listing-bench.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc) CPUs, $(go version | cut -d' ' -f3)"
+	echo "# bench/listing-bench.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc) CPUs, $(go version | cut -d' ' -f3)"
 	echo "# base $(git rev-parse --short "$base"), head $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); load $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$raw"
 for round in $(seq "$rounds"); do

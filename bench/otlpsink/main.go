@@ -1,4 +1,4 @@
-// Command otlpsink is the collector of scripts/observability-bench.sh: an OTLP/HTTP trace
+// Command otlpsink is the collector of bench/observability-bench.sh: an OTLP/HTTP trace
 // receiver that decodes every export, counts its spans and keeps nothing else.
 //
 // It answers POST <prefix>/v1/traces with 200 and an empty protobuf body, as a collector that

@@ -10,10 +10,10 @@ IMAGE     ?= resplane:dev
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test test-short test-large lint fmt arch wire wire-check bench load image fuzz clean
+.PHONY: help build run test test-short test-large lint fmt arch wire wire-check bench bench-ratios bench-nginx bench-observability bench-listing load image fuzz clean
 
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build the binary into bin/resplane.
 	$(GO) build -trimpath -o $(BIN) ./cmd/resplane
@@ -35,10 +35,11 @@ test-short: ## Run the tests without the race detector.
 test-large: ## The opt-in tests too slow for CI (a 1 GiB file served in little memory).
 	RESPLANE_TEST_LARGE=1 $(GO) test -count=1 -run 'Gibibyte' ./test/blackbox/
 
-lint: ## gofmt, go vet and staticcheck.
+lint: ## gofmt, go vet, staticcheck, and the docs' links and decision index (test/docs).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKG)
 	$(GO) tool staticcheck $(PKG)
+	$(GO) test -count=1 ./test/docs/
 
 fmt: ## Format the code.
 	gofmt -w $$(git ls-files '*.go')
@@ -52,14 +53,28 @@ wire: ## Regenerate wire_gen.go from wire.go.
 wire-check: ## Fail when wire_gen.go is not what wire generates.
 	$(GO) tool wire diff . || (echo "wire_gen.go is stale: run 'make wire'"; exit 1)
 
-bench: ## Run the Go benchmarks.
+# The measurements (bench/README.md, docs/benchmarks.md). Each script reads its settings from
+# the environment, so `make bench-nginx ROUNDS=5` passes ROUNDS on; none installs anything.
+bench: ## Run every Go benchmark once, raw output only.
 	$(GO) test -run '^$$' -bench . -benchmem $(PKG)
+
+bench-ratios: ## Run the Go benchmarks COUNT times and print each side-by-side ratio (bench/bench.sh).
+	bench/bench.sh
+
+bench-nginx: ## One core each: this tree against nginx and against BASE_REF (bench/nginx-bench.sh).
+	bench/nginx-bench.sh
+
+bench-observability: ## What metrics and spans cost a read on a saturated core (bench/observability-bench.sh).
+	bench/observability-bench.sh
+
+bench-listing: ## BenchmarkListing of this tree against BASE, warm and cold (bench/listing-bench.sh).
+	bench/listing-bench.sh
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s), one at a time (see scripts/fuzz.sh).
 	GO=$(GO) scripts/fuzz.sh
 
-load: build ## Load-test the real binary (see scripts/load.sh).
-	scripts/load.sh
+load: build ## Load-test the real binary next to a net/http.FileServer baseline (bench/load.sh).
+	bench/load.sh
 
 image: ## Build the container image (IMAGE, default resplane:dev) from Containerfile with podman or docker.
 	@if command -v podman >/dev/null 2>&1; then engine=podman; \

@@ -51,7 +51,7 @@ type Files struct {
 // MaxListings is how many listings may be under way at once, from the start of the walk until
 // the answer has been written; further listings wait for one to finish, for as long as their
 // request lasts. Each holds at most resolve.MaxDepth directories open and memory for at most
-// resolve.MaxEntries entries (docs/decisions.md, "Listing and resolution bounds").
+// resolve.MaxEntries entries (docs/decisions/0068-listing-and-resolution-bounds.md).
 const MaxListings = 2
 
 // NewFiles returns the operator plane. plane is nil when the manifest declares no

@@ -14,7 +14,7 @@ import (
 // HFS+, and the clock tick (at most 10 ms) by which a kernel's file timestamps lag its wall
 // clock; a change made in the same tick as the previous one leaves the times as they were, so
 // only times older than the window prove that nothing changed after the hash was taken
-// (docs/decisions.md, "The listing hash cache").
+// (docs/decisions/0083-the-listing-hash-cache-proved-by-a-stat.md).
 const RacyWindow = 2 * time.Second
 
 // cachedHash is the sha256 one listing took of the file it listed under path, with what the

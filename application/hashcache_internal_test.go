@@ -66,10 +66,10 @@ func TestTheCacheHoldsOnlyTheLatestCompleteListing(t *testing.T) {
 	}
 }
 
-// TestAListingCopiesTheCacheOnlyWhenItDiffers pins docs/decisions.md, "The listing hash
-// cache": a listing that reuses every earlier hash in order keeps the cache as it is, without
-// copying it; any other listing stores exactly what it saw, in order, and never holds on to an
-// entry it dropped.
+// TestAListingCopiesTheCacheOnlyWhenItDiffers pins
+// docs/decisions/0083-the-listing-hash-cache-proved-by-a-stat.md: a listing that reuses every
+// earlier hash in order keeps the cache as it is, without copying it; any other listing stores
+// exactly what it saw, in order, and never holds on to an entry it dropped.
 func TestAListingCopiesTheCacheOnlyWhenItDiffers(t *testing.T) {
 	cases := []struct {
 		rule   string

@@ -20,9 +20,9 @@ import (
 
 // BenchmarkPullOverLatency pulls 100 files of 16 KiB through the real HTTP client and local
 // mirror from a service that takes 2 ms to answer each request, as a service across a network
-// does, with 1, 4 and 8 jobs side by side (docs/decisions.md, "A pull fetches four files at a
-// time by default"). Loopback has no such latency, so BenchmarkPull in test/files cannot show
-// what parallel fetches buy on a real network.
+// does, with 1, 4 and 8 jobs side by side
+// (docs/decisions/0043-pull-fetches-four-files-at-a-time.md). Loopback has no such latency, so
+// BenchmarkPull in test/files cannot show what parallel fetches buy on a real network.
 func BenchmarkPullOverLatency(b *testing.B) {
 	const files, size, latency = 100, 16 << 10, 2 * time.Millisecond
 	body := strings.Repeat("x", size)

@@ -55,7 +55,8 @@ type Budgets struct {
 
 // InMemoryUpTo is the largest read, in bytes (a file's size plus the one byte that tells
 // whether it grew), buffered in memory when there is a spool; larger reads are spooled. It
-// was chosen by measurement (docs/decisions.md, "Large reads are snapshots in unnamed files").
+// was chosen by measurement
+// (docs/decisions/0082-the-read-path-budgets-snapshots-and-deadlines.md).
 const InMemoryUpTo = 64 << 10
 
 // BufferedUpTo is the largest read buffered in memory and spilled when its client is slow,
@@ -65,8 +66,8 @@ const BufferedUpTo = 16 << 20
 
 // BufferedTotal is the send-buffer budget (Budgets.Buffered) the service runs with: four reads
 // of 10 MiB, enough to keep a core busy sending, and little enough that a burst of stalled
-// clients leaves the process well under 128 MiB (docs/decisions.md, "Large reads are
-// snapshots in unnamed files").
+// clients leaves the process well under 128 MiB
+// (docs/decisions/0082-the-read-path-budgets-snapshots-and-deadlines.md).
 const BufferedTotal = 48 << 20
 
 // NewReader returns a Reader drawing on budgets; spool is nil when there is none (every read

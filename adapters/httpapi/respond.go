@@ -16,7 +16,7 @@ import (
 )
 
 // The provenance headers of both planes (docs/http-api.md, docs/peer-plane.md), spelled as the
-// reference runtime spells them (docs/decisions.md).
+// reference runtime spells them (docs/decisions/0009-etag-and-x-murmur-headers-in-lower-case.md).
 const (
 	headerGeneration  = "x-murmur-generation"
 	headerContainment = "x-murmur-containment"

@@ -39,7 +39,7 @@
 // What it does not guarantee:
 //
 //   - TCP is not restricted: a Landlock network rule names a port, never a host, so it cannot
-//     express the allow-lists (docs/decisions.md).
+//     express the allow-lists (docs/decisions/0030-landlock-confines-files-and-ipc-not-tcp.md).
 //   - Operations Landlock does not cover stay possible: stat, chmod, chown, utimes, xattrs and
 //     flock on any path, and every operation on a descriptor opened before Confine.
 //   - A hard link inside the workdir to a file stored elsewhere is read like any file beneath

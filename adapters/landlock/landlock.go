@@ -168,7 +168,8 @@ func Confine(mode Mode, p Policy) (Result, error) {
 	defer anchors.close()
 	preload()
 	config := configs[abi-1]
-	config.HandledAccessNet = 0 // TCP is not restricted: docs/decisions.md
+	// TCP is not restricted: docs/decisions/0030-landlock-confines-files-and-ipc-not-tcp.md
+	config.HandledAccessNet = 0
 	handled := config.HandledAccessFS
 	rules := []golandlock.Rule{
 		golandlock.PathAccess(readDir&handled, anchors.workdir),

@@ -2,7 +2,7 @@ package osfs_test
 
 // Benchmarks for the two hot paths of the real filesystem: opening one file beneath an
 // export root, and walking the root for a listing. Each pair is measured on the same fixture
-// so scripts/bench.sh can print their ratio; none of them runs without -bench.
+// so bench/bench.sh can print their ratio; none of them runs without -bench.
 
 import (
 	"context"

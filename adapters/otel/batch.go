@@ -21,8 +21,8 @@ const (
 
 // DefaultBatching is what BatchingFrom gives when no variable is set: the SDK's own defaults,
 // those of the OpenTelemetry specification's batch span processor. Larger batches were
-// measured and cost no less (docs/decisions.md, "Spans are batched once, in the fan-out's
-// queue").
+// measured and cost no less
+// (docs/decisions/0081-metrics-and-spans-one-queue-sdk-tracer-own-encoding.md).
 var DefaultBatching = Batching{
 	QueueSize:     sdktrace.DefaultMaxQueueSize,
 	BatchSize:     sdktrace.DefaultMaxExportBatchSize,
@@ -81,7 +81,7 @@ func BatchingFrom(getenv func(string) string, onError func(error)) Batching {
 // each batch, hands them to the exporter BatchSize at a time on that same goroutine. It is the
 // SDK's batch span processor less its queue and its goroutine: the fan-out's queue already
 // batches the events, and one queue with one goroutine costs each read less than two in series
-// (docs/decisions.md, "Spans are batched once, in the fan-out's queue").
+// (docs/decisions/0081-metrics-and-spans-one-queue-sdk-tracer-own-encoding.md).
 type batcher struct {
 	exporter sdktrace.SpanExporter
 	batching Batching

@@ -32,7 +32,7 @@ import (
 //     headers, timeout, compression and certificates, retries with backoff, and the
 //     collector's partial-success answers.
 //   - A batch costs one buffer, reused from batch to batch, and no object per span or
-//     attribute (docs/decisions.md, "Spans are encoded by the service, sent by the SDK").
+//     attribute (docs/decisions/0081-metrics-and-spans-one-queue-sdk-tracer-own-encoding.md).
 //
 // Non-guarantees:
 //

@@ -71,7 +71,7 @@ func (d *Dir) Close() error { return unix.Close(d.fd) }
 // Create implements ports.Spool: always a new unnamed file. A file is never reused for a
 // later snapshot: sendfile(2) queues references to the file's pages on the socket, not copies,
 // so rewriting them for the next snapshot would change bytes of a body already counted sent
-// (docs/decisions.md, "Large reads are snapshots in unnamed files").
+// (docs/decisions/0082-the-read-path-budgets-snapshots-and-deadlines.md).
 func (d *Dir) Create() (ports.Snapshot, error) {
 	fd, err := openUnnamed(d.fd)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 )
 
 // defaultJobs is how many files a pull fetches at once unless --jobs says otherwise
-// (docs/decisions.md, "A pull fetches four files at a time by default").
+// (docs/decisions/0043-pull-fetches-four-files-at-a-time.md).
 const defaultJobs = 4
 
 // maxJobs bounds --jobs: each job holds a connection and a temp file.

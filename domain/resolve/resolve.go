@@ -36,7 +36,8 @@ const MaxSymlinks = 40
 // symlink_refused, as a loop is. MaxSymlinks alone would let 40 links of 4095 bytes each make
 // one resolution walk some 65,000 components; this bounds the work whatever the links
 // hold, and still lets a link in the deepest directory a listing visits (MaxDepth) climb to
-// the root and come back down twice over (docs/decisions.md, "Listing and resolution bounds").
+// the root and come back down twice over
+// (docs/decisions/0068-listing-and-resolution-bounds.md).
 const MaxLinkComponents = 4 * MaxDepth
 
 // Kind is what a name in a directory is, as seen without following it.
@@ -152,8 +153,8 @@ type rule struct {
 	// outside are then followed lexically from the base's canonical path, and resolution
 	// resumes for real at the moment they re-enter the base. It holds for the declared root
 	// (which must resolve inside the workdir), never beneath the root (where leaving is refused
-	// even if the path would come back); see docs/decisions.md,
-	// "A root link may step out of the workdir and straight back".
+	// even if the path would come back); see
+	// docs/decisions/0027-root-link-may-step-out-and-straight-back.md.
 	passOutside bool
 }
 

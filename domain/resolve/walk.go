@@ -16,13 +16,13 @@ import (
 // MaxDepth is how many directories deep beneath the export root a listing descends. A
 // directory nested deeper makes the whole listing io_error, never a shorter listing: the walk
 // holds one descriptor and one directory's sorted names per level, so the depth bounds both
-// (docs/decisions.md, "Listing and resolution bounds").
+// (docs/decisions/0068-listing-and-resolution-bounds.md).
 const MaxDepth = 256
 
 // MaxEntries is how many directory entries one listing reads in all, of every kind, the
 // root's included. One more makes the whole listing io_error, never a shorter listing: the
-// memory a listing holds grows with its entries (docs/decisions.md, "Listing and resolution
-// bounds").
+// memory a listing holds grows with its entries
+// (docs/decisions/0068-listing-and-resolution-bounds.md).
 const MaxEntries = 100_000
 
 // The refusals only a listing gives. Each is io_error: the listing could not be produced

@@ -53,7 +53,8 @@ func TestLaunchRefusalsPrintTwoLinesExitTwoAndCreateNothing(t *testing.T) {
 			code: "E-MAN-002", message: []string{"$MANIFEST", "line 3"}},
 		// For these two syntax errors the YAML parser reports the line where the token that
 		// cannot continue began (line 2), not the line of the offending character; the
-		// diagnostic names the line the parser gives (docs/decisions.md).
+		// diagnostic names the line the parser gives
+		// (docs/decisions/0024-e-man-002-names-the-parsers-line.md).
 		{name: "tab indentation names a line", manifest: "name: x\nversion: 1\n\tbad: 1\n",
 			code: "E-MAN-002", message: []string{"$MANIFEST", "line 2:", "tab character"}},
 		{name: "stray bracket names a line", manifest: "name: x\nversion: 1\nexports: ]\n",

@@ -229,7 +229,7 @@ func TestPlantedPaddedLinksCostLittleCPU(t *testing.T) {
 // TestConcurrentLargeListingsStayWithinBoundedMemory measures what the review observed: 16
 // clients listing an export of nearly resolve.MaxEntries files at once (100 directories of
 // 990 files) must cost no more memory than the listings that may run at once
-// (application.MaxListings, 2) do (docs/decisions.md, "Listing and resolution bounds"). It
+// (application.MaxListings, 2) do (docs/decisions/0068-listing-and-resolution-bounds.md). It
 // makes 99,000 files, so it runs only with RESPLANE_BB_LISTING_LOAD=1.
 func TestConcurrentLargeListingsStayWithinBoundedMemory(t *testing.T) {
 	if os.Getenv("RESPLANE_BB_LISTING_LOAD") == "" {

@@ -12,8 +12,9 @@ import (
 )
 
 // BenchmarkPull mirrors 200 files of 64 KiB from a real service into a fresh directory, with
-// 1, 4 and 8 jobs side by side, for the default of --jobs (docs/decisions.md, "A pull fetches
-// four files at a time by default"). Each iteration is one whole `resplane files pull` run.
+// 1, 4 and 8 jobs side by side, for the default of --jobs
+// (docs/decisions/0043-pull-fetches-four-files-at-a-time.md). Each iteration is one whole
+// `resplane files pull` run.
 func BenchmarkPull(b *testing.B) {
 	files := fixture.Layout{}
 	for i := range 200 {

@@ -105,7 +105,7 @@ func MetricsOptions(readHeader time.Duration) Options {
 //     every response carries "Connection: close" and net/http closes after it. Keep-alive is
 //     deliberately left enabled in net/http itself, because with it disabled net/http strips
 //     the header from HTTP/1.0 responses, and every response must carry it
-//     (docs/decisions.md, "`Connection: close` on every response of the resource listener");
+//     (docs/decisions/0008-connection-close-on-every-response.md);
 //   - no general "OPTIONS *" handler: that request gets the handler's answer (a bare 404),
 //     not net/http's built-in 200;
 //   - ConnContext runs rawtarget.ConnContext after any hook srv already had. Serve srv on a

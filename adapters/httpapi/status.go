@@ -25,6 +25,7 @@ var statusOf = map[refusal.Code]int{
 	refusal.HostNotAllowed:   http.StatusMisdirectedRequest,
 	refusal.BodyNotAllowed:   http.StatusBadRequest,
 	refusal.TargetTooLong:    http.StatusRequestURITooLong,
+	refusal.InvalidProof:     http.StatusBadRequest,
 }
 
 func statusFor(code refusal.Code) int {

@@ -16,6 +16,7 @@ var notOnTheListener = map[refusal.Code]bool{
 	refusal.PeerNotAllowed:     true,
 	refusal.EtagMismatch:       true,
 	refusal.UnknownTool:        true,
+	refusal.PeerKeyMissing:     true,
 	refusal.ServiceUnreachable: true,
 	refusal.InvalidListing:     true,
 	refusal.UnsafePath:         true,

@@ -84,7 +84,7 @@ func Mint(key []byte, payload Payload, audience string) string {
 
 // mintRaw assembles a token around already encoded payload bytes.
 func mintRaw(key, payloadJSON []byte, audience string) string {
-	return NewSigner(key).mintRaw(payloadJSON, audience)
+	return NewSigner(key).mintRaw(payloadJSON, audience, "")
 }
 
 // encodePayload writes the payload as compact JSON with the keys in the order v, iss, p, exp,

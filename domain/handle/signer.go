@@ -29,13 +29,21 @@ func NewSigner(key []byte) *Signer {
 
 // Mint is Mint under the Signer's key.
 func (s *Signer) Mint(payload Payload, audience string) string {
-	return s.mintRaw(encodePayload(payload), audience)
+	return s.MintBound(payload, audience, "")
+}
+
+// MintBound is Mint for a handle bound to the proof key whose RFC 7638 thumbprint is jkt
+// (Thumbprint; docs/peer-plane.md, "Proof of possession"): the tag also covers "jkt=" + jkt,
+// so the handle redeems only with a proof made by that key. The token's shape and payload are
+// those of an unbound handle. A jkt of "" mints an unbound handle, exactly Mint.
+func (s *Signer) MintBound(payload Payload, audience, jkt string) string {
+	return s.mintRaw(encodePayload(payload), audience, jkt)
 }
 
 // mintRaw assembles a token around already encoded payload bytes.
-func (s *Signer) mintRaw(payloadJSON []byte, audience string) string {
+func (s *Signer) mintRaw(payloadJSON []byte, audience, jkt string) string {
 	seg := b64.EncodeToString(payloadJSON)
-	return prefix + seg + "." + b64.EncodeToString(s.tag(seg, audience))
+	return prefix + seg + "." + b64.EncodeToString(s.tag(seg, audience, jkt))
 }
 
 // Verify is Verify under the Signer's key.
@@ -48,16 +56,22 @@ func (s *Signer) Verify(token, audience, sessionID string, nowMs int64) (Payload
 }
 
 // tag is HMAC-SHA256(key, "murmur-peer-handle-v1" ‖ 0x1F ‖ payloadSeg ‖ 0x1F ‖ audience), where
-// payloadSeg is the payload segment as its base64url text, not the decoded bytes.
-func (s *Signer) tag(payloadSeg, audience string) []byte {
+// payloadSeg is the payload segment as its base64url text, not the decoded bytes; for a bound
+// handle (jkt not "") the input goes on with 0x1F ‖ "jkt=" ‖ jkt.
+func (s *Signer) tag(payloadSeg, audience, jkt string) []byte {
 	m := s.macs.Get().(hash.Hash)
 	defer func() { m.Reset(); s.macs.Put(m) }()
-	buf := make([]byte, 0, len(macDomain)+len(payloadSeg)+len(audience)+2)
+	buf := make([]byte, 0, len(macDomain)+len(payloadSeg)+len(audience)+len(jktLabel)+len(jkt)+3)
 	buf = append(buf, macDomain...)
 	buf = append(buf, macSeparator)
 	buf = append(buf, payloadSeg...)
 	buf = append(buf, macSeparator)
 	buf = append(buf, audience...)
+	if jkt != "" {
+		buf = append(buf, macSeparator)
+		buf = append(buf, jktLabel...)
+		buf = append(buf, jkt...)
+	}
 	m.Write(buf)
 	return m.Sum(buf[:0])
 }

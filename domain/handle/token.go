@@ -87,14 +87,31 @@ func segmentLen(s string, i int) int {
 // after it has been zeroed at shutdown), verifies nothing, so a handle forged under a known key
 // can never redeem against a half-torn-down process.
 func (t Token) VerifyMAC(key []byte, audience string) error {
-	return t.verifyMAC(NewSigner(key), audience)
+	_, err := NewSigner(key).VerifyMAC(t, audience, "")
+	return err
 }
 
-func (t Token) verifyMAC(s *Signer, audience string) error {
-	if !usableKey(s.key) || !hmac.Equal(s.tag(t.payloadSeg, audience), t.tag) {
-		return refusal.New(refusal.HandleNotValid)
+// VerifyMAC is step 6 of a redeem that may carry a proof (docs/peer-plane.md, "Proof of
+// possession"): it accepts the tag computed with "jkt=" + jkt, the thumbprint of the key that
+// made the request's valid proof, and the tag computed without any jkt (an unbound handle,
+// redeemed by a fetcher that always proves). jkt is "" for a request without a proof, and then
+// only the unbound tag is accepted: a bound handle without a proof, or with another key's
+// proof, fails like every other MAC failure. bound reports that the tag was the bound one.
+//
+// When jkt is given both tags are computed and compared, so the time taken does not say which
+// one, if either, matched.
+func (s *Signer) VerifyMAC(t Token, audience, jkt string) (bound bool, err error) {
+	if !usableKey(s.key) {
+		return false, refusal.New(refusal.HandleNotValid)
 	}
-	return nil
+	unbound := hmac.Equal(s.tag(t.payloadSeg, audience, ""), t.tag)
+	if jkt != "" {
+		bound = hmac.Equal(s.tag(t.payloadSeg, audience, jkt), t.tag)
+	}
+	if !unbound && !bound {
+		return false, refusal.New(refusal.HandleNotValid)
+	}
+	return bound, nil
 }
 
 // usableKey reports whether key has the instance key's length and is not all zero. The scan
@@ -287,12 +304,28 @@ func Verify(key []byte, token, audience, sessionID string, nowMs int64) (Payload
 
 // verify runs Verify's checks from the audience on, under s.
 func (t Token) verify(s *Signer, audience, sessionID string, nowMs int64) (Payload, error) {
-	if audience == "" {
-		return Payload{}, refusal.New(refusal.MissingAudience)
-	}
-	if err := t.verifyMAC(s, audience); err != nil {
+	if err := RequireAudience(audience); err != nil {
 		return Payload{}, err
 	}
+	if _, err := s.VerifyMAC(t, audience, ""); err != nil {
+		return Payload{}, err
+	}
+	return t.Check(sessionID, nowMs)
+}
+
+// RequireAudience is step 5 of docs/peer-plane.md, "Redeem": an asserted audience that is
+// empty once trimmed and lowercased (or absent) is missing_audience.
+func RequireAudience(audience string) error {
+	if audience == "" {
+		return refusal.New(refusal.MissingAudience)
+	}
+	return nil
+}
+
+// Check runs the checks behind the MAC, steps 7–9 of docs/peer-plane.md, "Redeem", and
+// returns the verified payload: Payload (malformed_handle), CheckIssuer (handle_not_valid) and
+// CheckExpiry (handle_expired). Run it only once the MAC has verified.
+func (t Token) Check(sessionID string, nowMs int64) (Payload, error) {
 	p, err := t.Payload()
 	if err != nil {
 		return Payload{}, err

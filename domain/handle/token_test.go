@@ -108,7 +108,7 @@ func TestHandleNotValidIsOneAnswer(t *testing.T) {
 		{"payload segment with one character changed", "mh1." + flipLast(payloadSeg) + "." + tagSeg, testAudience, testKey},
 		{"tampered MAC", "mh1." + payloadSeg + "." + flipLast(tagSeg), testAudience, testKey},
 		{"truncated MAC", "mh1." + payloadSeg + "." + tagSeg[:20], testAudience, testKey},
-		{"MAC of another payload", "mh1." + payloadSeg + "." + b64.EncodeToString(NewSigner(testKey).tag(tamperedPayload, testAudience)), testAudience, testKey},
+		{"MAC of another payload", "mh1." + payloadSeg + "." + b64.EncodeToString(NewSigner(testKey).tag(tamperedPayload, testAudience, "")), testAudience, testKey},
 		{"another instance's key", validToken, testAudience, foreignKey},
 		{"wrong audience", validToken, "intruder@localhost:41234", testKey},
 		{"audience differing only in case", validToken, "Reporter@localhost:41234", testKey},

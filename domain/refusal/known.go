@@ -10,7 +10,7 @@ var declared = []Code{
 	NoResourcePlane, NoPeerPlane, NotFound, OutsideRoot, SymlinkRefused, NotARegularFile, TooLarge,
 	MethodNotAllowed, IOError, MalformedHandle, MissingAudience, HandleNotValid, HandleExpired,
 	InvalidInput, PeerUnreachable, PeerNotAllowed, EtagMismatch, UnknownTool, HostNotAllowed,
-	BodyNotAllowed, TargetTooLong, ServiceUnreachable, InvalidListing, UnsafePath, Interrupted,
+	BodyNotAllowed, TargetTooLong, InvalidProof, PeerKeyMissing, ServiceUnreachable, InvalidListing, UnsafePath, Interrupted,
 }
 
 // Known reports whether c is one of the codes declared in this package.

@@ -42,6 +42,12 @@ const (
 	HostNotAllowed   Code = "host_not_allowed"
 	BodyNotAllowed   Code = "body_not_allowed"
 	TargetTooLong    Code = "target_too_long"
+	// InvalidProof: a redeem's DPoP header is not exactly one valid proof of possession for
+	// this request, or its proof was already used (docs/peer-plane.md, "Proof of possession").
+	InvalidProof Code = "invalid_proof"
+	// PeerKeyMissing: share-file under --peer-proof required, for a peer whose agent card
+	// advertises no usable proof key.
+	PeerKeyMissing Code = "peer_key_missing"
 )
 
 // Refusal is a request the service declined, with the sentence that explains why.

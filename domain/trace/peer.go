@@ -75,3 +75,15 @@ func (e PeerFileFetch) Fields() []Field {
 		{"outcome", outcome}, {"reason", reason},
 	})
 }
+
+// PeerKeyRotate records one rotation of the instance key (POST /v1/peer/rotate-key): every
+// handle minted before it stopped verifying. Its body is the outcome alone.
+type PeerKeyRotate struct{}
+
+// Type implements Event.
+func (PeerKeyRotate) Type() string { return "peer_key_rotate" }
+
+// Fields implements Event.
+func (PeerKeyRotate) Fields() []Field {
+	return fields([]Field{{"outcome", OutcomeOK}})
+}

@@ -1,5 +1,6 @@
-// Package keys provides the instance key and the handle nonces (ports.InstanceKey and
-// ports.NonceSource): from crypto/rand in production, fixed values in tests.
+// Package keys provides the instance key, the handle nonces and the fetcher's proof key
+// (ports.InstanceKey, ports.NonceSource and ports.ProofKey): from crypto/rand in production,
+// fixed values in tests.
 //
 // What is guaranteed about a key held here: it is read from the OS CSPRNG and nowhere else; it
 // is never written to a file, an environment variable or a log by this package; every way Go
@@ -14,9 +15,12 @@
 package keys
 
 import (
+	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/resplane/resplane/ports"
 )
@@ -122,3 +126,53 @@ var _ ports.NonceSource = FixedNonce{}
 
 // Nonce returns the fixed bytes.
 func (n FixedNonce) Nonce() ([16]byte, error) { return n, nil }
+
+// ProofKey is the fetcher's proof-of-possession key (ports.ProofKey): an Ed25519 key pair
+// whose private half is held only in this value's memory, formatted as "[redacted]" like the
+// instance key, and overwritten with zeros by Zero.
+type ProofKey struct {
+	redacted
+	private ed25519.PrivateKey
+}
+
+var _ ports.ProofKey = (*ProofKey)(nil)
+
+// NewProofKey generates a key pair from crypto/rand. Call it at launch only when
+// capabilities.peer_fetch is declared and --peer-proof is not off, and arrange for Close to run
+// at shutdown.
+func NewProofKey() (*ProofKey, error) {
+	_, private, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating the proof key from the OS random source: %w", err)
+	}
+	return &ProofKey{private: private}, nil
+}
+
+// NewFixedProofKey derives the key pair from seed, so a test can make a known key.
+func NewFixedProofKey(seed [ed25519.SeedSize]byte) *ProofKey {
+	return &ProofKey{private: ed25519.NewKeyFromSeed(seed[:])}
+}
+
+// PublicKey returns the 32-byte public key; callers must not modify it.
+func (k *ProofKey) PublicKey() []byte { return k.private[ed25519.SeedSize:] }
+
+// Sign returns the Ed25519 signature of message. After Zero it fails: a zeroed key signs
+// nothing.
+func (k *ProofKey) Sign(message []byte) ([]byte, error) {
+	if usable := slices.ContainsFunc(k.private[:ed25519.SeedSize], func(b byte) bool { return b != 0 }); !usable {
+		return nil, errZeroedProofKey
+	}
+	return ed25519.Sign(k.private, message), nil
+}
+
+var errZeroedProofKey = errors.New("the proof key was zeroed at shutdown")
+
+// Zero overwrites the key pair with zeros. It is idempotent. Run it only after every user of
+// the key has stopped: it is not synchronised with concurrent Sign calls.
+func (k *ProofKey) Zero() { clear(k.private) }
+
+// Close zeroes the key, so it can sit in a cleanup chain as an io.Closer. It never fails.
+func (k *ProofKey) Close() error {
+	k.Zero()
+	return nil
+}

@@ -2,6 +2,7 @@ package keys
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding"
 	"encoding/hex"
 	"encoding/json"
@@ -156,5 +157,59 @@ func TestFixedNonce(t *testing.T) {
 	got, err := FixedNonce(want).Nonce()
 	if err != nil || got != want {
 		t.Fatalf("Nonce = %x, %v; want %x", got, err, want)
+	}
+}
+
+func TestNewProofKeyIsAFreshEd25519Pair(t *testing.T) {
+	a, err := NewProofKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewProofKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.PublicKey()) != ed25519.PublicKeySize || bytes.Equal(a.PublicKey(), b.PublicKey()) {
+		t.Fatalf("public keys %x and %x: want two distinct 32-byte keys", a.PublicKey(), b.PublicKey())
+	}
+	sig, err := a.Sign([]byte("message"))
+	if err != nil || !ed25519.Verify(a.PublicKey(), []byte("message"), sig) {
+		t.Fatalf("Sign = %x, %v; want a signature that verifies under PublicKey", sig, err)
+	}
+}
+
+func TestAZeroedProofKeySignsNothing(t *testing.T) {
+	k := NewFixedProofKey([32]byte{9})
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(k.private, make([]byte, ed25519.PrivateKeySize)) {
+		t.Fatalf("the key pair after Close = %x", []byte(k.private))
+	}
+	if sig, err := k.Sign([]byte("message")); err == nil {
+		t.Fatalf("a zeroed key signed: %x", sig)
+	}
+	k.Zero() // idempotent
+}
+
+func TestTheProofKeyFormatsRedacted(t *testing.T) {
+	k := NewFixedProofKey([32]byte([]byte("SECRET-SEED-0123456789abcdefghij")))
+	seed := k.private.Seed()
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%d"} {
+		for _, v := range []any{k, *k} {
+			if out := fmt.Sprintf(verb, v); !strings.Contains(out, redactedText) || leaks(out, seed) {
+				t.Errorf("Sprintf(%s) printed %q", verb, out)
+			}
+		}
+	}
+	js, err := json.Marshal(map[string]any{"key": k})
+	if err != nil || leaks(string(js), seed) {
+		t.Errorf("json.Marshal = %s, %v", js, err)
+	}
+	var buf bytes.Buffer
+	logger := zerolog.New(&buf)
+	logger.Info().Interface("i", k).Stringer("s", k).Msg("launch")
+	if leaks(buf.String(), seed) || !strings.Contains(buf.String(), redactedText) {
+		t.Errorf("zerolog printed %q", buf.String())
 	}
 }

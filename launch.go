@@ -14,6 +14,7 @@ import (
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/diag"
 	"github.com/resplane/resplane/domain/manifest"
+	"github.com/resplane/resplane/domain/proof"
 )
 
 // Launch is everything decided before the service is assembled: the validated manifest, the
@@ -81,6 +82,9 @@ type Network struct {
 	// AllowedHosts are the --allowed-hosts names, lowercased: Host names the resource listener
 	// answers besides IP literals, localhost and AdvertiseURL's host.
 	AllowedHosts []string
+	// PeerProof is --peer-proof: whether handles are bound and redeems proven
+	// (docs/peer-plane.md, "Proof of possession").
+	PeerProof proof.Mode
 }
 
 // Limits are the launch's bounds on memory, transfers and time.

@@ -88,7 +88,7 @@ func OpenLaunch(s config.Settings, getenv func(string) string, stderr io.Writer)
 		Identity:    Identity{SessionID: sessionID, TraceParent: s.TraceParent},
 		Containment: s.Containment,
 		Paths:       paths,
-		Network:     Network{PeerRoots: peerRoots, AllowedHosts: s.AllowedHosts},
+		Network:     Network{PeerRoots: peerRoots, AllowedHosts: s.AllowedHosts, PeerProof: s.PeerProof},
 		Limits: Limits{
 			Budgets: sizes, FetchMaxBytes: s.FetchMaxBytes.Int64(), ReadHeaderTimeout: s.ReadHeaderTimeout,
 			ShutdownGrace: shutdownGrace, SendTimeout: s.SendTimeout,

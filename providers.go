@@ -252,9 +252,14 @@ func provideFiles(m manifest.Manifest, session application.Session, fs ports.Exp
 	return application.NewFiles(filesPlane(m), session, fs, reader, clk, sink)
 }
 
-func provideRedeem(m manifest.Manifest, issuer application.PeerIssuer, session application.Session, fs ports.ExportFS,
-	reader *application.Reader, clk ports.Clock, sink ports.TraceSink) *application.Redeem {
-	return application.NewRedeem(peerPlane(m), issuer, session, fs, reader, clk, sink)
+// provideProofs is how the peer plane proves possession, as --peer-proof says.
+func provideProofs(network Network, verifier ports.ProofVerifier) application.Proofs {
+	return application.Proofs{Mode: network.PeerProof, Verifier: verifier}
+}
+
+func provideRedeem(m manifest.Manifest, issuer application.PeerIssuer, proofs application.Proofs, session application.Session,
+	fs ports.ExportFS, reader *application.Reader, clk ports.Clock, sink ports.TraceSink) *application.Redeem {
+	return application.NewRedeem(peerPlane(m), issuer, proofs, session, fs, reader, clk, sink)
 }
 
 // provideShareFile returns nil when exports.peer_files is not declared: the tool does not exist.

@@ -6,6 +6,7 @@ import (
 	"github.com/google/wire"
 
 	"github.com/resplane/resplane/adapters/clock"
+	"github.com/resplane/resplane/adapters/dpop"
 	"github.com/resplane/resplane/adapters/fanout"
 	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/keys"
@@ -55,8 +56,17 @@ var adapterSet = wire.NewSet(
 	wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
 )
 
+// proofSet provides the proof-of-possession checks a redeem runs; the JOSE verifier holds no
+// state and opens nothing, so both injectors use the real one.
+var proofSet = wire.NewSet(
+	wire.Value(dpop.Verifier{}),
+	wire.Bind(new(ports.ProofVerifier), new(dpop.Verifier)),
+	provideProofs,
+)
+
 // applicationSet provides the use cases.
 var applicationSet = wire.NewSet(
+	proofSet,
 	provideSession,
 	provideIssuer,
 	application.NewReader,

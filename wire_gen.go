@@ -10,6 +10,7 @@ import (
 	"github.com/google/wire"
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/control"
+	"github.com/resplane/resplane/adapters/dpop"
 	"github.com/resplane/resplane/adapters/fanout"
 	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/keys"
@@ -104,8 +105,10 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	peerIssuer := provideIssuer(identity, random)
-	redeem := provideRedeem(manifest, peerIssuer, session, fs, reader, system, fanoutSink)
 	network := l.Network
+	verifier := _wireVerifierValue
+	proofs := provideProofs(network, verifier)
+	redeem := provideRedeem(manifest, peerIssuer, proofs, session, fs, reader, system, fanoutSink)
 	agentCard := provideAgentCard(manifest, identity, network)
 	policy := provideHostPolicy(network)
 	resources := provideResources(files, redeem, agentCard, policy, resplaneLimits)
@@ -172,6 +175,10 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	}, nil
 }
 
+var (
+	_wireVerifierValue = dpop.Verifier{}
+)
+
 // InitializeHandlers assembles the use cases and both inbound handlers over the ports in p,
 // which the caller supplies — the in-memory filesystem, a manual clock, a trace recorder, fake
 // peers — so a component test can drive the whole application in process, without sockets or
@@ -191,8 +198,10 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	identity := l.Identity
 	instanceKey := p.Key
 	peerIssuer := provideIssuer(identity, instanceKey)
-	redeem := provideRedeem(manifest, peerIssuer, session, exportFS, reader, portsClock, traceSink)
 	network := l.Network
+	verifier := _wireVerifierValue
+	proofs := provideProofs(network, verifier)
+	redeem := provideRedeem(manifest, peerIssuer, proofs, session, exportFS, reader, portsClock, traceSink)
 	agentCard := provideAgentCard(manifest, identity, network)
 	policy := provideHostPolicy(network)
 	resplaneLimits := l.Limits
@@ -298,8 +307,13 @@ var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports
 	provideTraceFanout, wire.Bind(new(ports.TraceSink), new(*fanout.Sink)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
 )
 
+// proofSet provides the proof-of-possession checks a redeem runs; the JOSE verifier holds no
+// state and opens nothing, so both injectors use the real one.
+var proofSet = wire.NewSet(wire.Value(dpop.Verifier{}), wire.Bind(new(ports.ProofVerifier), new(dpop.Verifier)), provideProofs)
+
 // applicationSet provides the use cases.
 var applicationSet = wire.NewSet(
+	proofSet,
 	provideSession,
 	provideIssuer, application.NewReader, application.NewTasks, provideFiles,
 	provideRedeem,

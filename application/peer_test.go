@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/adapters/dpop"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/destination"
 	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/proof"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
 )
@@ -64,8 +66,14 @@ func newShare(t *testing.T, w *world, cards ports.CardFetcher) *application.Shar
 }
 
 func newRedeem(w *world, key ports.InstanceKey) *application.Redeem {
+	return newRedeemProving(w, key, proof.Auto)
+}
+
+// newRedeemProving is a redeem whose proof checks run under mode, with the real JOSE verifier.
+func newRedeemProving(w *world, key ports.InstanceKey, mode proof.Mode) *application.Redeem {
 	plane := handoff
-	return application.NewRedeem(&plane, application.PeerIssuer{SessionID: sessionID, Key: key}, w.session, w.fs, w.reader, w.clock, w.trace)
+	return application.NewRedeem(&plane, application.PeerIssuer{SessionID: sessionID, Key: key},
+		application.Proofs{Mode: mode, Verifier: dpop.Verifier{}}, w.session, w.fs, w.reader, w.clock, w.trace)
 }
 
 func TestShareMintsAHandleTheRedeemAccepts(t *testing.T) {

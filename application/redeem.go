@@ -7,6 +7,7 @@ import (
 	"github.com/resplane/resplane/domain/audience"
 	"github.com/resplane/resplane/domain/handle"
 	"github.com/resplane/resplane/domain/pathpolicy"
+	"github.com/resplane/resplane/domain/proof"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/domain/trace"
 	"github.com/resplane/resplane/ports"
@@ -22,11 +23,14 @@ type PeerIssuer struct {
 // Redeem is the peer plane's one verb, GET /resources/peer/<token> (docs/peer-plane.md,
 // "Redeem"). It runs the checks in their documented order and evaluates nothing downstream of
 // the MAC before the MAC has verified. It keeps no per-handle state: a handle redeems as often
-// as its holder likes until it expires or this process ends.
+// as its holder likes until it expires or this process ends. The one memory it keeps is of the
+// proofs bound redeems used, so that each proof is accepted once (Replays).
 type Redeem struct {
 	plane   *ExportPlane // nil when exports.peer_files is not declared
 	issuer  PeerIssuer
 	signer  *handle.Signer // under issuer's key; nil with no plane
+	proofs  Proofs
+	replays *Replays // the proofs of bound redeems
 	session Session
 	fs      ports.ExportFS
 	reader  *Reader
@@ -36,8 +40,10 @@ type Redeem struct {
 
 // NewRedeem returns the redeem use case. plane is nil when the manifest declares no
 // exports.peer_files.
-func NewRedeem(plane *ExportPlane, issuer PeerIssuer, session Session, fs ports.ExportFS, reader *Reader, clock ports.Clock, sink ports.TraceSink) *Redeem {
-	u := &Redeem{plane: plane, issuer: issuer, session: session, fs: fs, reader: reader, clock: clock, trace: sink}
+func NewRedeem(plane *ExportPlane, issuer PeerIssuer, proofs Proofs, session Session, fs ports.ExportFS, reader *Reader,
+	clock ports.Clock, sink ports.TraceSink) *Redeem {
+	u := &Redeem{plane: plane, issuer: issuer, proofs: proofs, replays: NewReplays(DefaultReplayCapacity), session: session,
+		fs: fs, reader: reader, clock: clock, trace: sink}
 	if plane != nil {
 		u.signer = handle.NewSigner(issuer.Key.Key())
 	}
@@ -53,6 +59,10 @@ type RedeemRequest struct {
 	// request carried none.
 	Audience     string
 	AudienceSent bool
+	// Proofs are the values of the request's DPoP headers, none when it carried none; Host is
+	// its Host header. A proof must name the request's Host and raw path.
+	Proofs []string
+	Host   string
 }
 
 // RedeemAnswer is what a redeem reports besides its body. Traced is false for the answers to a
@@ -85,7 +95,7 @@ func (u *Redeem) Do(ctx context.Context, req RedeemRequest) (RedeemAnswer, error
 	var body *Body
 	err := admitted
 	if err == nil {
-		p, body, err = u.redeem(ctx, token, asserted)
+		p, body, err = u.redeem(ctx, req, token, asserted)
 	}
 	event := trace.PeerHandleRedeem{
 		HandleID: answer.HandleID, Audience: asserted, AudienceSent: req.AudienceSent,
@@ -99,14 +109,37 @@ func (u *Redeem) Do(ctx context.Context, req RedeemRequest) (RedeemAnswer, error
 	return answer, err
 }
 
-// redeem runs checks 3–10 (docs/peer-plane.md, "Redeem") and returns the handle's path and the
-// body. An absent audience header reaches handle.Verify as "", which it refuses
-// missing_audience after the shape, as it does a blank one.
-func (u *Redeem) redeem(ctx context.Context, token, audience string) (string, *Body, error) {
+// redeem runs checks 3–10 (docs/peer-plane.md, "Redeem"), with the proof of possession's
+// 5b and 6b (docs/peer-plane.md, "Proof of possession"), and returns the handle's path and the
+// body. An absent audience header reaches here as "", which is refused missing_audience after
+// the shape, as a blank one is.
+func (u *Redeem) redeem(ctx context.Context, req RedeemRequest, token, audience string) (string, *Body, error) {
 	if u.plane == nil {
 		return "", nil, refusal.New(refusal.NoPeerPlane)
 	}
-	payload, err := u.signer.Verify(token, audience, u.issuer.SessionID, u.clock.Now().UnixMilli())
+	t, err := handle.ParseShape(token)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := handle.RequireAudience(audience); err != nil {
+		return "", nil, err
+	}
+	now := u.clock.Now()
+	target := proof.Target{Method: req.Method, Path: handle.RedeemPath(token), Host: req.Host}
+	jkt, jti, err := u.proofs.check(req.Proofs, target, now)
+	if err != nil {
+		return "", nil, err
+	}
+	bound, err := u.signer.VerifyMAC(t, audience, jkt)
+	if err != nil {
+		return "", nil, err
+	}
+	if bound {
+		if err := u.replays.Remember(jkt, jti, now); err != nil {
+			return "", nil, err
+		}
+	}
+	payload, err := t.Check(u.issuer.SessionID, now.UnixMilli())
 	if err != nil {
 		return "", nil, err
 	}

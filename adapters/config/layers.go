@@ -50,6 +50,10 @@ func Load(cmd Command, args []string, getenv func(string) string) (Settings, err
 		return Settings{}, usagef("--manifest is required")
 	case s.TraceParent != "" && s.SessionID == "":
 		return Settings{}, usagef("--trace-parent requires --session-id")
+	case s.TLSCert != "" && s.TLSKey == "":
+		return Settings{}, usagef("--tls-cert requires --tls-key: give the certificate's private key too")
+	case s.TLSKey != "" && s.TLSCert == "":
+		return Settings{}, usagef("--tls-key requires --tls-cert: give the certificate the key belongs to")
 	}
 	return s, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/manifest"
+	"github.com/resplane/resplane/domain/proof"
 )
 
 // Settings is one subcommand's validated configuration. A field whose flag was not given holds
@@ -69,6 +70,11 @@ type Settings struct {
 	OTelEndpoint string
 	// Confine is auto, required or off: how serve confines itself with Landlock; default auto.
 	Confine string
+	// PeerProof is auto, required or off: proof of possession on the peer plane; default auto.
+	PeerProof proof.Mode
+	// TLSCert and TLSKey are the resource listener's certificate chain and private key, PEM
+	// files; both "" (plain HTTP) or both set.
+	TLSCert, TLSKey string
 	// AllowedHosts are the Host names the resource listener answers besides IP literals,
 	// localhost and the advertise URL's host; lowercased, none by default.
 	AllowedHosts []string
@@ -102,7 +108,7 @@ serves until SIGINT or SIGTERM.`,
 		names: []string{"manifest", "workdir", "listen", "advertise-url", "containment", "after-task", "session-id",
 			"trace-parent", "trace", "control", "fetch-max-bytes", "peer-ca", "read-buffer-budget",
 			"read-header-timeout", "spool-dir", "spool-budget", "send-timeout", "metrics-listen", "otel-endpoint",
-			"confine", "allowed-hosts", "log-level", "log-format"},
+			"confine", "peer-proof", "tls-cert", "tls-key", "allowed-hosts", "log-level", "log-format"},
 		config: true,
 	},
 	Check: {
@@ -184,6 +190,14 @@ var settings = []setting{
 	flag("confine", "auto|required|off", "auto", "",
 		"Landlock self-confinement: auto applies what the kernel offers, required refuses to start without it, off skips it",
 		func(s *Settings, v string) error { return oneOf(&s.Confine, v, "auto", "required", "off") }),
+	flag("peer-proof", "auto|required|off", "auto", "",
+		"Proof of possession on the peer plane: auto advertises a proof key, proves with it and binds handles to peers that advertise one; required also refuses to share with a peer that advertises none; off is the reference's behaviour",
+		func(s *Settings, v string) (err error) { s.PeerProof, err = proof.ParseMode(v); return err }),
+	flag("tls-cert", "PATH", "", "none",
+		"PEM certificate chain: serve the resource listener over TLS (with --tls-key); the pair is reloaded when it changes",
+		func(s *Settings, v string) error { return nonEmpty(&s.TLSCert, v) }),
+	flag("tls-key", "PATH", "", "none", "PEM private key of --tls-cert",
+		func(s *Settings, v string) error { return nonEmpty(&s.TLSKey, v) }),
 	flag("allowed-hosts", "NAMES", "", "none",
 		"Comma-separated Host names the resource listener answers besides IP literals, localhost and the advertise URL's host",
 		func(s *Settings, v string) error { return setAllowedHosts(s, v) }),

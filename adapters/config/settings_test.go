@@ -9,6 +9,7 @@ import (
 
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/manifest"
+	"github.com/resplane/resplane/domain/proof"
 )
 
 // env is a fake environment.
@@ -23,12 +24,13 @@ func TestServeDefaults(t *testing.T) {
 	}
 	if s.Manifest != "m.yaml" || s.Containment != containment.Advisory || s.FetchMaxBytes.Int64() != 1<<30 ||
 		s.ReadBufferBudget.Int64() != 0 || s.ReadHeaderTimeout != 10*time.Second || s.LogLevel != "info" ||
-		s.LogFormat != "json" || s.SpoolBudget.Int64() != 0 || s.SendTimeout != 30*time.Second || s.Confine != "auto" {
+		s.LogFormat != "json" || s.SpoolBudget.Int64() != 0 || s.SendTimeout != 30*time.Second || s.Confine != "auto" ||
+		s.PeerProof != proof.Auto {
 		t.Errorf("defaults = %+v", s)
 	}
 	if s.Workdir != "" || s.Listen != "" || s.AdvertiseURL != "" || s.AfterTask != "" || s.SessionID != "" ||
 		s.TraceParent != "" || s.TracePath != "" || s.ControlPath != "" || s.PeerCA != "" || s.SpoolDir != "" ||
-		s.MetricsListen != "" || s.OTelEndpoint != "" || s.AllowedHosts != nil {
+		s.MetricsListen != "" || s.OTelEndpoint != "" || s.AllowedHosts != nil || s.TLSCert != "" || s.TLSKey != "" {
 		t.Errorf("settings without a fixed default should be empty: %+v", s)
 	}
 }
@@ -41,6 +43,7 @@ func TestEverySettingFromItsFlag(t *testing.T) {
 		"--read-buffer-budget", "512Mi", "--read-header-timeout", "1m30s", "--spool-dir", "/spool", "--spool-budget", "8Gi",
 		"--send-timeout", "45s", "--metrics-listen", "127.0.0.1:9090", "--otel-endpoint", "http://127.0.0.1:4318",
 		"--confine", "required", "--allowed-hosts", "Capsule.Example,peer-1.internal", "--log-level", "debug", "--log-format", "console",
+		"--peer-proof", "required", "--tls-cert", "/tls.crt", "--tls-key", "/tls.key",
 	}, env{}.get)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +55,7 @@ func TestEverySettingFromItsFlag(t *testing.T) {
 		ReadBufferBudget: bytesOf(t, "512Mi"), ReadHeaderTimeout: 90 * time.Second, SpoolDir: "/spool",
 		SpoolBudget: bytesOf(t, "8Gi"), SendTimeout: 45 * time.Second, MetricsListen: "127.0.0.1:9090",
 		OTelEndpoint: "http://127.0.0.1:4318", Confine: "required", AllowedHosts: []string{"capsule.example", "peer-1.internal"},
-		LogLevel: "debug", LogFormat: "console",
+		LogLevel: "debug", LogFormat: "console", PeerProof: proof.Required, TLSCert: "/tls.crt", TLSKey: "/tls.key",
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("settings = %+v\nwant       %+v", s, want)
@@ -224,6 +227,9 @@ func TestCommandLineUsageErrors(t *testing.T) {
 		{"manifest is required", Serve, nil, env{}, "--manifest is required"},
 		{"trace-parent requires session-id", Serve, []string{"--manifest", "m", "--trace-parent", "evt_1"}, env{}, "--trace-parent requires --session-id"},
 		{"trace-parent from the environment too", Serve, []string{"--manifest", "m"}, env{"RESPLANE_TRACE_PARENT": "evt_1"}, "--trace-parent requires --session-id"},
+		{"tls-cert requires tls-key", Serve, []string{"--manifest", "m", "--tls-cert", "c.pem"}, env{}, "--tls-cert requires --tls-key"},
+		{"tls-key requires tls-cert", Serve, []string{"--manifest", "m"}, env{"RESPLANE_TLS_KEY": "k.pem"}, "--tls-key requires --tls-cert"},
+		{"peer-proof is one of three", Serve, []string{"--manifest", "m", "--peer-proof", "on"}, env{}, "must be one of auto, required, off"},
 		{"unknown flag", Serve, []string{"--manifest", "m", "--verbose"}, env{}, "unknown flag --verbose"},
 		{"flag without its value", Serve, []string{"--manifest"}, env{}, "--manifest needs a value: --manifest PATH"},
 		{"positional argument", Serve, []string{"--manifest", "m", "extra"}, env{}, `unexpected argument "extra"`},

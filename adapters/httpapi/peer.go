@@ -9,7 +9,7 @@ import (
 // redeem answers /resources/peer[/<token>]. rest is the raw target after "/resources/peer".
 func (h *Resources) redeem(c echo.Context, shared application.Request, rest string) error {
 	r := c.Request()
-	req := application.RedeemRequest{Request: shared, Rest: rest}
+	req := application.RedeemRequest{Request: shared, Rest: rest, Proofs: r.Header.Values(headerDPoP), Host: r.Host}
 	if values := r.Header.Values(headerAudience); len(values) > 0 {
 		req.Audience, req.AudienceSent = values[len(values)-1], true
 	}

@@ -24,6 +24,9 @@ const (
 	headerMTime       = "x-murmur-mtime-ms"
 	headerHandleID    = "x-murmur-handle-id"
 	headerAudience    = "x-murmur-audience"
+	// headerDPoP carries a redeem's proof of possession (RFC 9449; docs/peer-plane.md,
+	// "Proof of possession"). It is never logged or traced: its htu holds the handle.
+	headerDPoP = "DPoP"
 )
 
 const (

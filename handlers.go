@@ -11,7 +11,8 @@ import (
 // per port. A port may be left nil when the manifest declares nothing that reaches it: Key,
 // Nonces and Cards serve only exports.peer_files, Redeemer and Inbox only
 // capabilities.peer_fetch. Spool may be nil (every read is then buffered in memory), and then
-// Budgets.Spool too.
+// Budgets.Spool too. Prover is nil for a capsule that proves nothing (no
+// capabilities.peer_fetch, or --peer-proof off).
 type HandlerPorts struct {
 	FS       ports.ExportFS
 	Budgets  application.Budgets
@@ -23,6 +24,7 @@ type HandlerPorts struct {
 	Cards    ports.CardFetcher
 	Redeemer ports.PeerRedeemer
 	Inbox    ports.PeerInbox
+	Prover   ports.Prover
 }
 
 // Handlers are the two inbound edges of a service: the resource listener's routes and the

@@ -19,6 +19,7 @@ import (
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/control"
+	"github.com/resplane/resplane/adapters/dpop"
 	"github.com/resplane/resplane/adapters/fanout"
 	"github.com/resplane/resplane/adapters/httpapi"
 	"github.com/resplane/resplane/adapters/httpapi/limits"
@@ -35,6 +36,7 @@ import (
 	"github.com/resplane/resplane/domain/handle"
 	"github.com/resplane/resplane/domain/hostpolicy"
 	"github.com/resplane/resplane/domain/manifest"
+	"github.com/resplane/resplane/domain/proof"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -166,6 +168,29 @@ func provideInstanceKey(m manifest.Manifest) (*keys.Random, func(), error) {
 	return key, key.Zero, nil
 }
 
+// provideProofKey generates the fetcher's proof key when capabilities.peer_fetch is declared
+// and --peer-proof is not off; the cleanup overwrites it with zeros. Otherwise there is none
+// (nil): nothing is proven and our card advertises no key.
+func provideProofKey(m manifest.Manifest, network Network) (*keys.ProofKey, func(), error) {
+	if m.PeerFetch == nil || network.PeerProof == proof.Off {
+		return nil, func() {}, nil
+	}
+	key, err := keys.NewProofKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, key.Zero, nil
+}
+
+// provideProver makes the proofs of possession fetch-peer-file sends with the proof key; nil
+// when there is no key.
+func provideProver(key *keys.ProofKey) (ports.Prover, error) {
+	if key == nil {
+		return nil, nil
+	}
+	return dpop.NewProver(key)
+}
+
 func provideIssuer(id Identity, key ports.InstanceKey) application.PeerIssuer {
 	return application.PeerIssuer{SessionID: id.SessionID, Key: key}
 }
@@ -274,12 +299,12 @@ func provideShareFile(m manifest.Manifest, issuer application.PeerIssuer, sessio
 }
 
 // provideFetchPeerFile returns nil when capabilities.peer_fetch is not declared.
-func provideFetchPeerFile(m manifest.Manifest, network Network, lim Limits, redeemer ports.PeerRedeemer, in ports.PeerInbox,
-	sink ports.TraceSink) *application.FetchPeerFile {
+func provideFetchPeerFile(m manifest.Manifest, network Network, lim Limits, prover ports.Prover, redeemer ports.PeerRedeemer,
+	in ports.PeerInbox, clk ports.Clock, sink ports.TraceSink) *application.FetchPeerFile {
 	if m.PeerFetch == nil {
 		return nil
 	}
-	return application.NewFetchPeerFile(m.PeerFetch.Allow, network.Audience, lim.FetchMaxBytes, redeemer, in, sink)
+	return application.NewFetchPeerFile(m.PeerFetch.Allow, network.Audience, lim.FetchMaxBytes, prover, redeemer, in, clk, sink)
 }
 
 // provideTools lists the tools the control API offers, for the ready line and session_start.

@@ -54,6 +54,8 @@ var adapterSet = wire.NewSet(
 	wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)),
 	provideRedeemer,
 	wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
+	provideProofKey,
+	provideProver,
 )
 
 // proofSet provides the proof-of-possession checks a redeem runs; the JOSE verifier holds no
@@ -117,7 +119,8 @@ func InitializeService(l Launch) (*Service, func(), error) {
 func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	wire.Build(
 		launchSet,
-		wire.FieldsOf(new(HandlerPorts), "FS", "Budgets", "Spool", "Clock", "Trace", "Key", "Nonces", "Cards", "Redeemer", "Inbox"),
+		wire.FieldsOf(new(HandlerPorts), "FS", "Budgets", "Spool", "Clock", "Trace", "Key", "Nonces", "Cards", "Redeemer", "Inbox",
+			"Prover"),
 		applicationSet, handlerSet, wire.Struct(new(Handlers), "*"), wire.Value(landlock.Result{}),
 	)
 	return nil, nil

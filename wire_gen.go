@@ -121,8 +121,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	cardFetcher := provideCardFetcher(certPool)
 	randomNonce := keys.RandomNonce{}
 	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, fanoutSink)
-	redeemer := provideRedeemer(certPool)
-	inbox, cleanup9, err := provideInbox(manifest, resplaneWorkdir, logger)
+	proofKey, cleanup9, err := provideProofKey(manifest, network)
 	if err != nil {
 		cleanup8()
 		cleanup7()
@@ -134,7 +133,34 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	fetchPeerFile := provideFetchPeerFile(manifest, network, resplaneLimits, redeemer, inbox, fanoutSink)
+	prover, err := provideProver(proofKey)
+	if err != nil {
+		cleanup9()
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	redeemer := provideRedeemer(certPool)
+	inbox, cleanup10, err := provideInbox(manifest, resplaneWorkdir, logger)
+	if err != nil {
+		cleanup9()
+		cleanup8()
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	fetchPeerFile := provideFetchPeerFile(manifest, network, resplaneLimits, prover, redeemer, inbox, system, fanoutSink)
 	mode := l.Confine
 	resplaneOpenAtStart := openAtStart{
 		Workdir: fs,
@@ -145,6 +171,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	}
 	result, err := provideConfinement(mode, manifest, paths, observability, logger, resplaneOpenAtStart)
 	if err != nil {
+		cleanup10()
 		cleanup9()
 		cleanup8()
 		cleanup7()
@@ -163,6 +190,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	resplaneMetricsServer := provideMetricsServer(observability, resplaneLimits, metrics, resplaneReadiness, logger)
 	service := provideService(l, resplaneWorkdir, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneSessionFiles, inflight, fanoutSink, session, v, result, resplaneMetricsServer, resplaneReadiness)
 	return service, func() {
+		cleanup10()
 		cleanup9()
 		cleanup8()
 		cleanup7()
@@ -210,9 +238,10 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	cardFetcher := p.Cards
 	nonceSource := p.Nonces
 	shareFile := provideShareFile(manifest, peerIssuer, session, exportFS, cardFetcher, nonceSource, portsClock, traceSink)
+	prover := p.Prover
 	peerRedeemer := p.Redeemer
 	peerInbox := p.Inbox
-	fetchPeerFile := provideFetchPeerFile(manifest, network, resplaneLimits, peerRedeemer, peerInbox, traceSink)
+	fetchPeerFile := provideFetchPeerFile(manifest, network, resplaneLimits, prover, peerRedeemer, peerInbox, portsClock, traceSink)
 	logger := l.Log
 	result := _wireResultValue
 	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger, result)
@@ -304,7 +333,8 @@ var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports
 	provideTrace,
 	provideMetrics,
 	provideSpans,
-	provideTraceFanout, wire.Bind(new(ports.TraceSink), new(*fanout.Sink)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
+	provideTraceFanout, wire.Bind(new(ports.TraceSink), new(*fanout.Sink)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)), provideProofKey,
+	provideProver,
 )
 
 // proofSet provides the proof-of-possession checks a redeem runs; the JOSE verifier holds no

@@ -11,6 +11,7 @@ import (
 
 	"github.com/resplane/resplane/domain/destination"
 	"github.com/resplane/resplane/domain/handle"
+	"github.com/resplane/resplane/domain/proof"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/domain/trace"
 	"github.com/resplane/resplane/ports"
@@ -25,16 +26,20 @@ type FetchPeerFile struct {
 	allow    []destination.Destination
 	audience string
 	limit    int64
+	prover   ports.Prover // nil when this capsule proves nothing (--peer-proof off)
 	redeemer ports.PeerRedeemer
 	inbox    ports.PeerInbox
+	clock    ports.Clock
 	trace    ports.TraceSink
 }
 
 // NewFetchPeerFile returns the tool; it exists only when capabilities.peer_fetch is declared.
-// ourAudience is what we assert in x-murmur-audience; limit is the receive limit in bytes.
-func NewFetchPeerFile(allow []destination.Destination, ourAudience string, limit int64,
-	redeemer ports.PeerRedeemer, inbox ports.PeerInbox, sink ports.TraceSink) *FetchPeerFile {
-	return &FetchPeerFile{allow: allow, audience: ourAudience, limit: limit, redeemer: redeemer, inbox: inbox, trace: sink}
+// ourAudience is what we assert in x-murmur-audience; limit is the receive limit in bytes;
+// prover makes the proof of possession every redeem carries, nil for none.
+func NewFetchPeerFile(allow []destination.Destination, ourAudience string, limit int64, prover ports.Prover,
+	redeemer ports.PeerRedeemer, inbox ports.PeerInbox, clock ports.Clock, sink ports.TraceSink) *FetchPeerFile {
+	return &FetchPeerFile{allow: allow, audience: ourAudience, limit: limit, prover: prover, redeemer: redeemer, inbox: inbox,
+		clock: clock, trace: sink}
 }
 
 // FetchInput is the tool's input, exactly as given: nothing is trimmed or repaired.
@@ -113,9 +118,12 @@ func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID strin
 			staged.Discard()
 		}
 	}()
+	req := ports.PeerRedeemRequest{Peer: peer, Token: in.Handle, Audience: u.audience, Limit: u.limit}
+	if req.Proof, err = u.prove(peer, in.Handle); err != nil {
+		return FetchResult{}, err
+	}
 	hash := sha256.New()
-	resp, err := u.redeemer.Redeem(ctx, ports.PeerRedeemRequest{Peer: peer, Token: in.Handle, Audience: u.audience, Limit: u.limit},
-		io.MultiWriter(staged, hash))
+	resp, err := u.redeemer.Redeem(ctx, req, io.MultiWriter(staged, hash))
 	if err != nil {
 		return FetchResult{}, err
 	}
@@ -135,6 +143,20 @@ func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID strin
 	committed = true
 	return FetchResult{Path: stored, Bytes: resp.Bytes, SHA256: sum, Generation: resp.Generation,
 		HasGeneration: resp.HasGeneration, Peer: in.Peer}, nil
+}
+
+// prove returns the proof of possession for redeeming token at peer (docs/peer-plane.md,
+// "Proof of possession"): htm GET and htu the URL the redeem requests. It is "" when this
+// capsule proves nothing.
+func (u *FetchPeerFile) prove(peer destination.Peer, token string) (string, error) {
+	if u.prover == nil {
+		return "", nil
+	}
+	p, err := u.prover.Prove(proof.Method, peer.BaseURL()+handle.RedeemPath(token), u.clock.Now())
+	if err != nil {
+		return "", refusal.WithMessage(refusal.IOError, "No proof of possession could be made for the redeem; nothing was fetched.").Wrapping(err)
+	}
+	return p, nil
 }
 
 // peerRefusal turns a peer's non-200 answer into our outcome (foreignCode).

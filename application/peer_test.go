@@ -266,10 +266,12 @@ type fakeRedeemer struct {
 	body  string
 	err   error
 	calls int
+	last  ports.PeerRedeemRequest
 }
 
-func (f *fakeRedeemer) Redeem(_ context.Context, _ ports.PeerRedeemRequest, sink io.Writer) (ports.PeerRedeemResponse, error) {
+func (f *fakeRedeemer) Redeem(_ context.Context, req ports.PeerRedeemRequest, sink io.Writer) (ports.PeerRedeemResponse, error) {
 	f.calls++
+	f.last = req
 	if f.err != nil {
 		return ports.PeerRedeemResponse{}, f.err
 	}
@@ -330,7 +332,8 @@ func TestFetchStoresOnlyAVerifiedWholeFile(t *testing.T) {
 		t.Run(tc.rule, func(t *testing.T) {
 			w := newWorld(t, containment.Sealed)
 			in := &memInbox{stored: map[string][]byte{}}
-			fetch := application.NewFetchPeerFile(mustDestinations(t, "http://localhost:41234"), "me@localhost:1", 1<<20, tc.redeemer, in, w.trace)
+			fetch := application.NewFetchPeerFile(mustDestinations(t, "http://localhost:41234"), "me@localhost:1", 1<<20, nil, tc.redeemer, in,
+				w.clock, w.trace)
 			result, err := fetch.Fetch(context.Background(), application.FetchInput{Peer: tc.peer, Handle: tc.handle})
 			if tc.want != "" {
 				if !refusal.Is(err, tc.want) || len(in.stored) != 0 {

@@ -2,6 +2,7 @@ package application_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/resplane/resplane/domain/handle"
 	"github.com/resplane/resplane/domain/proof"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/ports"
 )
 
 // ourHost is the minter's Host as the fetcher addresses it; a proof names it.
@@ -200,4 +202,65 @@ func TestReplaysForgetAfterTheWindowAndRefuseWhenFull(t *testing.T) {
 			t.Fatalf("%s after the window: %v", jti, err)
 		}
 	}
+}
+
+// failingProver cannot prove.
+type failingProver struct{}
+
+func (failingProver) PublicKey() []byte { return make([]byte, 32) }
+func (failingProver) Prove(string, string, time.Time) (string, error) {
+	return "", errors.New("the proof key was zeroed at shutdown")
+}
+
+// TestFetchProvesPossessionForTheURLItRequests pins fetch-peer-file's side of docs/peer-plane.md,
+// "Proof of possession": with a proof key, every redeem carries a proof whose htm is GET, whose
+// htu is exactly the URL requested (scheme, host and port as connected, the token's path) and
+// whose iat is now; without one, none; a proof that cannot be made fetches nothing.
+func TestFetchProvesPossessionForTheURLItRequests(t *testing.T) {
+	token := handle.Mint(testKey.Key(), handle.NewPayload(sessionID, "report.md", 1, [16]byte{}), peerAud)
+	ours, _ := prover(t, 1)
+	for _, tc := range []struct {
+		name   string
+		prover ports.Prover
+		peer   string
+		want   string // the proof's htu, "" for no proof
+	}{
+		{"a bare host:port peer", ours, "localhost:41234", "http://localhost:41234/resources/peer/" + token},
+		{"an https peer with its default port", ours, "https://Localhost/some/path", "https://localhost:443/resources/peer/" + token},
+		{"no proof key, no proof", nil, "localhost:41234", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, containment.Sealed)
+			redeemer := &fakeRedeemer{resp: ports.PeerRedeemResponse{Status: 200}, body: "b"}
+			fetch := application.NewFetchPeerFile(mustDestinations(t, "localhost"), "me@localhost:1", 1<<20, tc.prover, redeemer,
+				&memInbox{stored: map[string][]byte{}}, w.clock, w.trace)
+			if _, err := fetch.Fetch(context.Background(), application.FetchInput{Peer: tc.peer, Handle: token}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if redeemer.last.Proof != "" {
+					t.Fatalf("a capsule without a proof key sent a proof")
+				}
+				return
+			}
+			got, err := dpop.Verifier{}.Verify(redeemer.last.Proof)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Claims.HTU != tc.want || got.Claims.HTM != "GET" || got.Claims.IAT != w.clock.Now().Unix() {
+				t.Fatalf("claims %+v: want htm GET, htu %s, iat %d", got.Claims, tc.want, w.clock.Now().Unix())
+			}
+		})
+	}
+	t.Run("a proof that cannot be made fetches nothing", func(t *testing.T) {
+		w := newWorld(t, containment.Sealed)
+		redeemer := &fakeRedeemer{resp: ports.PeerRedeemResponse{Status: 200}, body: "b"}
+		in := &memInbox{stored: map[string][]byte{}}
+		fetch := application.NewFetchPeerFile(mustDestinations(t, "localhost"), "me@localhost:1", 1<<20, failingProver{}, redeemer, in,
+			w.clock, w.trace)
+		_, err := fetch.Fetch(context.Background(), application.FetchInput{Peer: "localhost:1", Handle: token})
+		if !refusal.Is(err, refusal.IOError) || redeemer.calls != 0 || len(in.stored) != 0 || in.discarded != 1 {
+			t.Fatalf("Fetch = %v, %d redeems, stored %v, %d discarded; want io_error, no redeem, nothing stored", err, redeemer.calls, in.stored, in.discarded)
+		}
+	})
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // PeerRedeemer redeems a handle at a peer capsule: GET /resources/peer/<token> on the peer's
-// scheme, host and port with x-murmur-audience set, TLS for https peers, bounded connect time
+// scheme, host and port with x-murmur-audience set (and DPoP when the request has a proof), TLS for https peers, bounded connect time
 // and a bounded time without progress while reading, and no redirects followed.
 //
 // On a 200 it streams the body into sink, never holding it whole, and fails with a
@@ -27,6 +27,9 @@ type PeerRedeemRequest struct {
 	Token    string
 	Audience string
 	Limit    int64
+	// Proof is the DPoP header's value, a proof of possession made for
+	// Peer.BaseURL() + handle.RedeemPath(Token); "" sends none.
+	Proof string
 }
 
 // PeerRedeemResponse is what came back.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/resplane/resplane/domain/handle"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
 )
@@ -55,8 +56,8 @@ func NewRedeemer(o RedeemOptions) *Redeemer {
 // 32 KiB of body in memory whatever the file's size.
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// Redeem sends GET /resources/peer/<token> with x-murmur-audience to the peer's scheme, host
-// and port. Every answer reports its status, its first etag header and a well-formed
+// Redeem sends GET /resources/peer/<token> with x-murmur-audience, and DPoP when req carries a
+// proof, to the peer's scheme, host and port. Every answer reports its status, its first etag header and a well-formed
 // x-murmur-generation.
 //
 // On a 200 the body is streamed into sink through a fixed buffer: a content-length above
@@ -79,8 +80,11 @@ func (r *Redeemer) Redeem(ctx context.Context, req ports.PeerRedeemRequest, sink
 	watchdog := time.AfterFunc(r.idle, func() { cancel(stalled) })
 	defer watchdog.Stop()
 
-	resp, err := r.client.get(ctx, req.Peer.BaseURL()+"/resources/peer/"+req.Token,
-		http.Header{"X-Murmur-Audience": {req.Audience}})
+	header := http.Header{"X-Murmur-Audience": {req.Audience}}
+	if req.Proof != "" {
+		header["Dpop"] = []string{req.Proof}
+	}
+	resp, err := r.client.get(ctx, req.Peer.BaseURL()+handle.RedeemPath(req.Token), header)
 	if err != nil {
 		return ports.PeerRedeemResponse{}, err
 	}

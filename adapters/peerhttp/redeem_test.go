@@ -366,3 +366,29 @@ func TestRedeemIsSafeForConcurrentUse(t *testing.T) {
 		t.Errorf("%d requests reached the peer, want 16", hits.Load())
 	}
 }
+
+func TestRedeemSendsOneDPoPHeaderOnlyWithAProof(t *testing.T) {
+	for _, tc := range []struct {
+		name, proof string
+		want        []string
+	}{
+		{"with a proof", "eyJ0eXAiOiJkcG9wK2p3dCJ9.e30.c2ln", []string{"eyJ0eXAiOiJkcG9wK2p3dCJ9.e30.c2ln"}},
+		{"without one", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			_, peer := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				got = r.Header.Values("DPoP")
+				fileHandler([]byte("x"), nil)(w, r)
+			})
+			req := redeemReq(peer, 1<<20)
+			req.Proof = tc.proof
+			if _, _, err := redeem(t, peerhttp.RedeemOptions{}, req); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) || (len(got) == 1 && got[0] != tc.want[0]) {
+				t.Fatalf("DPoP headers %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

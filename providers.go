@@ -288,14 +288,14 @@ func provideRedeem(m manifest.Manifest, issuer application.PeerIssuer, proofs ap
 }
 
 // provideShareFile returns nil when exports.peer_files is not declared: the tool does not exist.
-func provideShareFile(m manifest.Manifest, issuer application.PeerIssuer, session application.Session, fs ports.ExportFS,
-	cards ports.CardFetcher, nonces ports.NonceSource, clk ports.Clock, sink ports.TraceSink) *application.ShareFile {
+func provideShareFile(m manifest.Manifest, issuer application.PeerIssuer, proofs application.Proofs, session application.Session,
+	fs ports.ExportFS, cards ports.CardFetcher, nonces ports.NonceSource, clk ports.Clock, sink ports.TraceSink) *application.ShareFile {
 	plane := peerPlane(m)
 	if plane == nil {
 		return nil
 	}
 	share := application.SharePlane{ExportPlane: *plane, MaxTTL: m.PeerFiles.MaxTTL}
-	return application.NewShareFile(share, m.NetworkAllow, issuer, session, fs, cards, nonces, clk, sink)
+	return application.NewShareFile(share, m.NetworkAllow, issuer, proofs, session, fs, cards, nonces, clk, sink)
 }
 
 // provideFetchPeerFile returns nil when capabilities.peer_fetch is not declared.

@@ -120,7 +120,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	certPool := network.PeerRoots
 	cardFetcher := provideCardFetcher(certPool)
 	randomNonce := keys.RandomNonce{}
-	shareFile := provideShareFile(manifest, peerIssuer, session, fs, cardFetcher, randomNonce, system, fanoutSink)
+	shareFile := provideShareFile(manifest, peerIssuer, proofs, session, fs, cardFetcher, randomNonce, system, fanoutSink)
 	proofKey, cleanup9, err := provideProofKey(manifest, network)
 	if err != nil {
 		cleanup8()
@@ -237,7 +237,7 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	tasks := application.NewTasks(session)
 	cardFetcher := p.Cards
 	nonceSource := p.Nonces
-	shareFile := provideShareFile(manifest, peerIssuer, session, exportFS, cardFetcher, nonceSource, portsClock, traceSink)
+	shareFile := provideShareFile(manifest, peerIssuer, proofs, session, exportFS, cardFetcher, nonceSource, portsClock, traceSink)
 	prover := p.Prover
 	peerRedeemer := p.Redeemer
 	peerInbox := p.Inbox

@@ -60,9 +60,16 @@ func mustDestinations(t *testing.T, entries ...string) []destination.Destination
 
 func newShare(t *testing.T, w *world, cards ports.CardFetcher) *application.ShareFile {
 	t.Helper()
+	return newShareProving(t, w, cards, proof.Auto)
+}
+
+// newShareProving is share-file under --peer-proof mode.
+func newShareProving(t *testing.T, w *world, cards ports.CardFetcher, mode proof.Mode) *application.ShareFile {
+	t.Helper()
 	plane := application.SharePlane{ExportPlane: handoff, MaxTTL: time.Hour}
 	issuer := application.PeerIssuer{SessionID: sessionID, Key: testKey}
-	return application.NewShareFile(plane, mustDestinations(t, "localhost"), issuer, w.session, w.fs, cards, testNonce, w.clock, w.trace)
+	return application.NewShareFile(plane, mustDestinations(t, "localhost"), issuer, application.Proofs{Mode: mode, Verifier: dpop.Verifier{}},
+		w.session, w.fs, cards, testNonce, w.clock, w.trace)
 }
 
 func newRedeem(w *world, key ports.InstanceKey) *application.Redeem {

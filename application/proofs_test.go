@@ -264,3 +264,50 @@ func TestFetchProvesPossessionForTheURLItRequests(t *testing.T) {
 		}
 	})
 }
+
+// TestShareBindsTheHandleToThePeersAdvertisedKey pins share-file's side of docs/peer-plane.md,
+// "Proof of possession": a handle for a peer whose card advertises a key is bound to it under
+// auto and required, and redeems only with that key's proof; a keyless peer gets an unbound
+// handle under auto and peer_key_missing (traced with the derived audience) under required;
+// off never binds.
+func TestShareBindsTheHandleToThePeersAdvertisedKey(t *testing.T) {
+	ours, _ := prover(t, 1)
+	keyed := ports.PeerCard{Name: "Reporter", URL: "http://localhost:41234", ProofKey: ours.PublicKey()}
+	keyless := ports.PeerCard{Name: "Reporter", URL: "http://localhost:41234"}
+	for _, tc := range []struct {
+		name      string
+		mode      proof.Mode
+		card      ports.PeerCard
+		wantBound bool
+		want      refusal.Code
+	}{
+		{"auto binds a keyed peer's handle", proof.Auto, keyed, true, ""},
+		{"required binds a keyed peer's handle", proof.Required, keyed, true, ""},
+		{"auto mints an unbound handle for a keyless peer", proof.Auto, keyless, false, ""},
+		{"required refuses a keyless peer", proof.Required, keyless, false, refusal.PeerKeyMissing},
+		{"required refuses a key of the wrong length", proof.Required, ports.PeerCard{Name: "Reporter", URL: "http://localhost:41234", ProofKey: []byte{1}}, false, refusal.PeerKeyMissing},
+		{"off never binds", proof.Off, keyed, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, containment.Sealed)
+			w.write(t, "out/handoff/report.md", "r")
+			result, err := newShareProving(t, w, &fakeCards{card: tc.card}, tc.mode).Share(context.Background(),
+				application.ShareInput{Path: "report.md", Peer: "localhost:41234"})
+			mint, _ := fields(w.lastEvent(t, "peer_handle_mint"))
+			if tc.want != "" {
+				if !refusal.Is(err, tc.want) || mint["outcome"] != string(tc.want) || mint["audience"] != peerAud {
+					t.Fatalf("Share = %v, mint event %v; want %s traced with the audience %s", err, mint, tc.want, peerAud)
+				}
+				return
+			}
+			if err != nil || result.Bound != tc.wantBound {
+				t.Fatalf("Share = %+v, %v; want bound %v", result, err, tc.wantBound)
+			}
+			noProof := redeemWith(newRedeem(w, testKey), result.Handle, peerAud)
+			withProof := redeemWith(newRedeem(w, testKey), result.Handle, peerAud, prove(t, w, ours, result.Handle))
+			if withProof != nil || (noProof == nil) == tc.wantBound {
+				t.Fatalf("redeem without a proof = %v, with the key's proof = %v; want bound %v", noProof, withProof, tc.wantBound)
+			}
+		})
+	}
+}

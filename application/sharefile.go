@@ -11,6 +11,7 @@ import (
 	"github.com/resplane/resplane/domain/handle"
 	"github.com/resplane/resplane/domain/manifest"
 	"github.com/resplane/resplane/domain/pathpolicy"
+	"github.com/resplane/resplane/domain/proof"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/domain/trace"
 	"github.com/resplane/resplane/ports"
@@ -30,6 +31,7 @@ type ShareFile struct {
 	plane        SharePlane
 	networkAllow []destination.Destination
 	issuer       PeerIssuer
+	proofs       Proofs
 	session      Session
 	fs           ports.ExportFS
 	cards        ports.CardFetcher
@@ -38,10 +40,11 @@ type ShareFile struct {
 	trace        ports.TraceSink
 }
 
-// NewShareFile returns the tool; it exists only when exports.peer_files is declared.
-func NewShareFile(plane SharePlane, networkAllow []destination.Destination, issuer PeerIssuer, session Session,
+// NewShareFile returns the tool; it exists only when exports.peer_files is declared. proofs'
+// mode says whether handles are bound to the key a peer's card advertises.
+func NewShareFile(plane SharePlane, networkAllow []destination.Destination, issuer PeerIssuer, proofs Proofs, session Session,
 	fs ports.ExportFS, cards ports.CardFetcher, nonces ports.NonceSource, clock ports.Clock, sink ports.TraceSink) *ShareFile {
-	return &ShareFile{plane: plane, networkAllow: networkAllow, issuer: issuer, session: session, fs: fs,
+	return &ShareFile{plane: plane, networkAllow: networkAllow, issuer: issuer, proofs: proofs, session: session, fs: fs,
 		cards: cards, nonces: nonces, clock: clock, trace: sink}
 }
 
@@ -54,12 +57,15 @@ type ShareInput struct {
 	HasTTL bool
 }
 
-// ShareResult is the tool's result: exactly these four fields and never a filesystem path.
+// ShareResult is the tool's result: exactly these four fields and never a filesystem path. Bound
+// is not one of them: it says, for the mint's log line, that the handle is bound to the peer's
+// proof key.
 type ShareResult struct {
 	Handle      string
 	HandleID    string
 	ExpiresAtMs int64
 	Audience    string
+	Bound       bool
 }
 
 // Summary is the one sentence a tool answer carries; it names no path and no token.
@@ -118,6 +124,10 @@ func (u *ShareFile) share(ctx context.Context, in ShareInput, ttl time.Duration,
 			"The peer's agent card carries no usable name and url.")
 	}
 	event.Audience = aud
+	jkt, err := u.binding(card)
+	if err != nil {
+		return ShareResult{}, err
+	}
 	canonical, err := u.canonicalPath(in.Path)
 	if err != nil {
 		return ShareResult{}, err
@@ -129,8 +139,24 @@ func (u *ShareFile) share(ctx context.Context, in ShareInput, ttl time.Duration,
 	}
 	exp := u.clock.Now().Add(ttl).UnixMilli()
 	payload := handle.NewPayload(u.issuer.SessionID, canonical, exp, nonce)
-	token := handle.Mint(u.issuer.Key.Key(), payload, aud)
-	return ShareResult{Handle: token, HandleID: handle.ID(token), ExpiresAtMs: exp, Audience: aud}, nil
+	token := handle.NewSigner(u.issuer.Key.Key()).MintBound(payload, aud, jkt)
+	return ShareResult{Handle: token, HandleID: handle.ID(token), ExpiresAtMs: exp, Audience: aud, Bound: jkt != ""}, nil
+}
+
+// binding returns the jkt a handle for card's peer is bound to (docs/peer-plane.md, "Proof of
+// possession"): the thumbprint of the proof key the card advertises, unless --peer-proof is
+// off; "" for an unbound handle. Under --peer-proof required a card without a key is
+// peer_key_missing.
+func (u *ShareFile) binding(card ports.PeerCard) (string, error) {
+	if u.proofs.Mode == proof.Off {
+		return "", nil
+	}
+	jkt := handle.Thumbprint(card.ProofKey)
+	if jkt == "" && u.proofs.Mode == proof.Required {
+		return "", refusal.WithMessage(refusal.PeerKeyMissing,
+			"The peer's agent card advertises no proof key, and --peer-proof required mints only handles bound to one.")
+	}
+	return jkt, nil
 }
 
 // canonicalPath lowers the path argument like a request path and resolves it beneath

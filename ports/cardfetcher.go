@@ -13,7 +13,9 @@ import (
 // (64 KiB) and no redirects followed. Any failure — transport, TLS verification, a status
 // other than 200, a body that is not a JSON object — is an error; the caller treats every
 // error alike (peer_unreachable), so its text is for logs only and never holds a token.
-// A card whose name or url is absent, not a string or blank is returned with that field empty.
+// A card whose name or url is absent, not a string or blank is returned with that field empty;
+// a card that advertises no usable proof key (docs/peer-plane.md, "Proof of possession") is
+// returned without one.
 type CardFetcher interface {
 	FetchCard(ctx context.Context, peer destination.Peer) (PeerCard, error)
 }
@@ -22,4 +24,7 @@ type CardFetcher interface {
 type PeerCard struct {
 	Name string
 	URL  string
+	// ProofKey is the Ed25519 public key the peer proves possession with, from its card's
+	// peer-plane extension (proof.ParseJWK); nil when the card offers none.
+	ProofKey []byte
 }

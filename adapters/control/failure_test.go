@@ -21,6 +21,7 @@ import (
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/destination"
 	"github.com/resplane/resplane/domain/generation"
+	"github.com/resplane/resplane/domain/proof"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -50,7 +51,7 @@ func TestAToolCallThatFailsInternallyIsLoggedWithItsCause(t *testing.T) {
 	issuer := application.PeerIssuer{SessionID: "ses_test", Key: keys.NewFixed([32]byte{1})}
 	share := application.NewShareFile(
 		application.SharePlane{ExportPlane: application.ExportPlane{Root: "out/", MaxBytes: 1 << 10}, MaxTTL: time.Hour},
-		[]destination.Destination{allow}, issuer, session, files, fixedCard{}, brokenNonces{},
+		[]destination.Destination{allow}, issuer, application.Proofs{Mode: proof.Auto}, session, files, fixedCard{}, brokenNonces{},
 		clock.NewManual(time.UnixMilli(1)), &memtrace.Recorder{})
 	var log bytes.Buffer
 	e := NewAPI(Status{}, application.NewTasks(session), share, nil, zerolog.New(&log)).NewEcho()

@@ -105,6 +105,9 @@ func (a *API) callShare(c echo.Context) error {
 	if err != nil {
 		return a.refuse(c, err)
 	}
+	// How an operator tells a bound handle (docs/peer-plane.md, "Proof of possession").
+	a.log.Info().Str("handle_id", result.HandleID).Str("audience", result.Audience).Bool("bound", result.Bound).
+		Msg("share-file minted a handle")
 	return c.JSON(http.StatusOK, toolAnswer{Data: shareData{
 		Handle: result.Handle, HandleID: result.HandleID, ExpiresAtMs: result.ExpiresAtMs, Audience: result.Audience,
 	}, Summary: result.Summary()})

@@ -128,6 +128,21 @@ func declaredPlanes(m manifest.Manifest) []string {
 	return planes
 }
 
+// peerProofState is the ready line's and the status's "peer_proof" (docs/peer-plane.md,
+// "Proof of possession"): "required" under --peer-proof required; "bound" under auto when a
+// peer-plane grant is declared, so that this capsule binds handles for keyed peers, or
+// advertises a key and proves with it, or both; "none" otherwise.
+func peerProofState(m manifest.Manifest, mode proof.Mode) string {
+	switch {
+	case mode == proof.Required:
+		return "required"
+	case mode == proof.Auto && (m.PeerFiles != nil || m.PeerFetch != nil):
+		return "bound"
+	default:
+		return "none"
+	}
+}
+
 // RunLaunchChecks runs the launch checks that follow decoding the manifest (E-CAP-008, then
 // E-CAP-007) against the real filesystem and returns the effective grants. It creates nothing,
 // so check and serve share it.

@@ -310,11 +310,23 @@ func provideFetchPeerFile(m manifest.Manifest, network Network, lim Limits, prov
 // provideTools lists the tools the control API offers, for the ready line and session_start.
 func provideTools(api *control.API) []string { return api.Tools() }
 
-func provideAgentCard(m manifest.Manifest, id Identity, network Network) httpapi.AgentCard {
-	return httpapi.NewAgentCard(httpapi.Identity{
+// provideAgentCard renders our card. Unless --peer-proof is off, it carries the peer-plane
+// extension: the key prover proves with, and the exports.peer_files limits
+// (docs/peer-plane.md, "Proof of possession").
+func provideAgentCard(m manifest.Manifest, id Identity, network Network, prover ports.Prover) httpapi.AgentCard {
+	card := httpapi.Identity{
 		Name: m.Name, Version: m.Version, URL: network.AdvertiseURL,
 		SessionID: id.SessionID, Planes: declaredPlanes(m),
-	})
+	}
+	if network.PeerProof != proof.Off {
+		if prover != nil {
+			card.ProofKey = prover.PublicKey()
+		}
+		if p := m.PeerFiles; p != nil {
+			card.PeerFiles = &httpapi.PeerFilesLimits{MaxBytes: p.MaxBytes.Int64(), MaxTTLMs: p.MaxTTL.Milliseconds()}
+		}
+	}
+	return httpapi.NewAgentCard(card)
 }
 
 // provideHostPolicy accepts, besides IP literals and localhost, our advertise URL's host —
@@ -376,6 +388,7 @@ func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, ne
 	status := control.Status{
 		SessionID: id.SessionID, Containment: c.String(), Planes: declaredPlanes(m),
 		Audience: network.Audience, URL: network.AdvertiseURL, Confinement: confined.String(),
+		PeerProof: peerProofState(m, network.PeerProof),
 	}
 	return control.NewAPI(status, tasks, share, fetch, logger)
 }

@@ -57,6 +57,8 @@ type ReadyLine struct {
 	Tools       []string `json:"tools"`
 	// Metrics is the metrics listener's bound address, null when --metrics-listen is not given.
 	Metrics *string `json:"metrics"`
+	// PeerProof is "bound", "required" or "none" (peerProofState).
+	PeerProof string `json:"peer_proof"`
 }
 
 // Run writes session_start (unless joining a session), serves the listeners, prints the ready
@@ -88,7 +90,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		Event: "ready", SessionID: l.Identity.SessionID, Listen: l.Listener.Addr().String(), URL: l.Network.AdvertiseURL,
 		Audience: l.Network.Audience, Control: l.Paths.ControlPath, Trace: l.Paths.TracePath, Workdir: l.Paths.Workdir,
 		Containment: l.Containment.String(), Confinement: s.confined.String(), Planes: planes, Tools: s.tools,
-		Metrics: metricsAddr,
+		Metrics: metricsAddr, PeerProof: peerProofState(l.Manifest, l.Network.PeerProof),
 	})
 	if err != nil {
 		return err

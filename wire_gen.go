@@ -109,18 +109,6 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	verifier := _wireVerifierValue
 	proofs := provideProofs(network, verifier)
 	redeem := provideRedeem(manifest, peerIssuer, proofs, session, fs, reader, system, fanoutSink)
-	agentCard := provideAgentCard(manifest, identity, network)
-	policy := provideHostPolicy(network)
-	resources := provideResources(files, redeem, agentCard, policy, resplaneLimits)
-	inflight := limits.NewInflight()
-	resplaneResourceServer := provideResourceServer(resplaneLimits, logger, resources, inflight, metrics)
-	listener := l.Listener
-	resplaneResourceListener := provideResourceListener(listener, logger)
-	tasks := application.NewTasks(session)
-	certPool := network.PeerRoots
-	cardFetcher := provideCardFetcher(certPool)
-	randomNonce := keys.RandomNonce{}
-	shareFile := provideShareFile(manifest, peerIssuer, proofs, session, fs, cardFetcher, randomNonce, system, fanoutSink)
 	proofKey, cleanup9, err := provideProofKey(manifest, network)
 	if err != nil {
 		cleanup8()
@@ -146,6 +134,18 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	agentCard := provideAgentCard(manifest, identity, network, prover)
+	policy := provideHostPolicy(network)
+	resources := provideResources(files, redeem, agentCard, policy, resplaneLimits)
+	inflight := limits.NewInflight()
+	resplaneResourceServer := provideResourceServer(resplaneLimits, logger, resources, inflight, metrics)
+	listener := l.Listener
+	resplaneResourceListener := provideResourceListener(listener, logger)
+	tasks := application.NewTasks(session)
+	certPool := network.PeerRoots
+	cardFetcher := provideCardFetcher(certPool)
+	randomNonce := keys.RandomNonce{}
+	shareFile := provideShareFile(manifest, peerIssuer, proofs, session, fs, cardFetcher, randomNonce, system, fanoutSink)
 	redeemer := provideRedeemer(certPool)
 	inbox, cleanup10, err := provideInbox(manifest, resplaneWorkdir, logger)
 	if err != nil {
@@ -230,7 +230,8 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	verifier := _wireVerifierValue
 	proofs := provideProofs(network, verifier)
 	redeem := provideRedeem(manifest, peerIssuer, proofs, session, exportFS, reader, portsClock, traceSink)
-	agentCard := provideAgentCard(manifest, identity, network)
+	prover := p.Prover
+	agentCard := provideAgentCard(manifest, identity, network, prover)
 	policy := provideHostPolicy(network)
 	resplaneLimits := l.Limits
 	resources := provideResources(files, redeem, agentCard, policy, resplaneLimits)
@@ -238,7 +239,6 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	cardFetcher := p.Cards
 	nonceSource := p.Nonces
 	shareFile := provideShareFile(manifest, peerIssuer, proofs, session, exportFS, cardFetcher, nonceSource, portsClock, traceSink)
-	prover := p.Prover
 	peerRedeemer := p.Redeemer
 	peerInbox := p.Inbox
 	fetchPeerFile := provideFetchPeerFile(manifest, network, resplaneLimits, prover, peerRedeemer, peerInbox, portsClock, traceSink)

@@ -30,6 +30,8 @@ type Status struct {
 	Planes      []string
 	Audience    string
 	URL         string
+	// PeerProof is "bound", "required" or "none" (docs/control-api.md, "GET /v1/status").
+	PeerProof string
 }
 
 // API is the control API's handler set.
@@ -110,6 +112,7 @@ func (a *API) getStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, statusBody{
 		SessionID: a.status.SessionID, Generation: a.tasks.Current(), Containment: a.status.Containment,
 		Confinement: a.status.Confinement, Planes: nonNil(a.status.Planes), Tools: a.Tools(), Audience: a.status.Audience, URL: a.status.URL,
+		PeerProof: a.status.PeerProof,
 	})
 }
 
@@ -122,6 +125,7 @@ type statusBody struct {
 	Tools       []string `json:"tools"`
 	Audience    string   `json:"audience"`
 	URL         string   `json:"url"`
+	PeerProof   string   `json:"peer_proof"`
 }
 
 func (a *API) terminal(c echo.Context) error {

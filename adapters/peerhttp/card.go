@@ -3,6 +3,7 @@ package peerhttp
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/resplane/resplane/domain/destination"
+	"github.com/resplane/resplane/domain/proof"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
 )
@@ -54,7 +56,7 @@ func NewCardFetcher(o CardOptions) *CardFetcher {
 
 // FetchCard sends GET /.well-known/agent-card.json to the peer's scheme, host and port and
 // returns the card's top-level name and url, each left empty unless it is a non-blank string
-// (returned verbatim). It fails with a peer_unreachable refusal on a transport or TLS failure,
+// (returned verbatim), and the proof key its peer-plane extension advertises (proofKeyOf). It fails with a peer_unreachable refusal on a transport or TLS failure,
 // on any status but 200 (a redirect included; none is followed), when the whole answer takes
 // longer than the timeout, when the body exceeds 64 KiB (nothing beyond that is read), or when
 // the body is not a JSON object.
@@ -82,7 +84,40 @@ func (f *CardFetcher) FetchCard(ctx context.Context, peer destination.Peer) (por
 	if !ok {
 		return ports.PeerCard{}, refusal.WithMessage(refusal.PeerUnreachable, "The peer's agent card is not a JSON object.")
 	}
-	return ports.PeerCard{Name: nonBlank(stringField(card, "name")), URL: nonBlank(stringField(card, "url"))}, nil
+	return ports.PeerCard{Name: nonBlank(stringField(card, "name")), URL: nonBlank(stringField(card, "url")),
+		ProofKey: proofKeyOf(card)}, nil
+}
+
+// proofKeyOf reads the proof key a card advertises (docs/peer-plane.md, "Proof of
+// possession"): params.proof_key of the one entry of capabilities.extensions whose uri is the
+// peer-plane extension's, read by proof.ParseJWK. It is nil when there is no such entry, when
+// there are several (which one would be meant?), or when its key is not exactly an Ed25519
+// public JWK: a card that cannot be read this way advertises no key.
+func proofKeyOf(card map[string]json.RawMessage) []byte {
+	// Maps, not structs: encoding/json would match a struct's field names in any case, and
+	// a member is read only under its exact name.
+	capabilities, ok := jsonObject(card["capabilities"])
+	if !ok {
+		return nil
+	}
+	var extensions []map[string]json.RawMessage
+	if json.Unmarshal(capabilities["extensions"], &extensions) != nil {
+		return nil
+	}
+	var key []byte
+	found := 0
+	for _, ext := range extensions {
+		if stringField(ext, "uri") != proof.ExtensionURI {
+			continue
+		}
+		found++
+		params, _ := jsonObject(ext["params"])
+		key, _ = proof.ParseJWK(params["proof_key"])
+	}
+	if found != 1 {
+		return nil
+	}
+	return key
 }
 
 // nonBlank returns s, or "" when s is only whitespace.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,7 +36,7 @@ func TestFetchCardGetsTheWellKnownPathOnHostAndPortOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (ports.PeerCard{Name: "Reporter", URL: "http://localhost:41234/"}); card != want {
+	if want := (ports.PeerCard{Name: "Reporter", URL: "http://localhost:41234/"}); !reflect.DeepEqual(card, want) {
 		t.Errorf("card = %+v, want %+v", card, want)
 	}
 	if gotMethod != http.MethodGet || gotPath != "/.well-known/agent-card.json" {
@@ -61,7 +62,7 @@ func TestFetchCardLeavesAFieldThatIsNotANonBlankStringEmpty(t *testing.T) {
 			t.Errorf("%s: %v", tc.body, err)
 			continue
 		}
-		if card != tc.want {
+		if !reflect.DeepEqual(card, tc.want) {
 			t.Errorf("%s: card = %+v, want %+v", tc.body, card, tc.want)
 		}
 	}
@@ -210,5 +211,52 @@ func TestLoadRootsRefusesAFileWithoutACertificate(t *testing.T) {
 		if roots, err := peerhttp.LoadRoots(path); err == nil {
 			t.Errorf("LoadRoots(%s) = %v, nil; want an error", filepath.Base(path), roots)
 		}
+	}
+}
+
+// ourX is the RFC 8037 Ed25519 public key, as a JWK's x.
+const ourX = "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
+
+// extensionCard is a card whose capabilities.extensions are the given JSON array.
+func extensionCard(extensions string) string {
+	return `{"name":"Reporter","url":"http://localhost:41234","capabilities":{"extensions":` + extensions + `}}`
+}
+
+func peerPlaneExtension(proofKey string) string {
+	return `{"uri":"https://github.com/resplane/resplane/docs/a2a-peer-plane-v1","required":false,"params":{"proof_key":` + proofKey + `}}`
+}
+
+// TestFetchCardReadsTheProofKeyOfThePeerPlaneExtension pins docs/peer-plane.md, "Proof of
+// possession": the key is params.proof_key of the one peer-plane extension, exactly an
+// Ed25519 public JWK; anything else is as if the card advertised none.
+func TestFetchCardReadsTheProofKeyOfThePeerPlaneExtension(t *testing.T) {
+	goodJWK := `{"kty":"OKP","crv":"Ed25519","x":"` + ourX + `"}`
+	for _, tc := range []struct {
+		name, card string
+		wantKey    bool
+	}{
+		{"the extension with a key", extensionCard(`[` + peerPlaneExtension(goodJWK) + `]`), true},
+		{"beside another extension", extensionCard(`[{"uri":"urn:other","params":{"proof_key":1}},` + peerPlaneExtension(goodJWK) + `]`), true},
+		{"no capabilities", `{"name":"Reporter","url":"http://localhost:41234"}`, false},
+		{"no extensions", `{"name":"Reporter","url":"http://localhost:41234","capabilities":{}}`, false},
+		{"another extension only", extensionCard(`[{"uri":"urn:other","params":{"proof_key":` + goodJWK + `}}]`), false},
+		{"the extension twice", extensionCard(`[` + peerPlaneExtension(goodJWK) + `,` + peerPlaneExtension(goodJWK) + `]`), false},
+		{"a private key", extensionCard(`[` + peerPlaneExtension(`{"kty":"OKP","crv":"Ed25519","x":"`+ourX+`","d":"`+ourX+`"}`) + `]`), false},
+		{"an X25519 key", extensionCard(`[` + peerPlaneExtension(`{"kty":"OKP","crv":"X25519","x":"`+ourX+`"}`) + `]`), false},
+		{"a short x", extensionCard(`[` + peerPlaneExtension(`{"kty":"OKP","crv":"Ed25519","x":"AAAA"}`) + `]`), false},
+		{"extensions that are not an array", `{"name":"Reporter","url":"http://localhost:41234","capabilities":{"extensions":{}}}`, false},
+		{"capabilities that are not an object", `{"name":"Reporter","url":"http://localhost:41234","capabilities":"all"}`, false},
+		{"params peer_files only", extensionCard(`[{"uri":"https://github.com/resplane/resplane/docs/a2a-peer-plane-v1","params":{"peer_files":{"max_bytes":1,"max_ttl_ms":1}}}]`), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, peer := serve(t, cardHandler(tc.card))
+			card, err := peerhttp.NewCardFetcher(peerhttp.CardOptions{}).FetchCard(context.Background(), peer)
+			if err != nil || card.Name != "Reporter" {
+				t.Fatalf("card, err = %+v, %v", card, err)
+			}
+			if got := len(card.ProofKey) == 32; got != tc.wantKey {
+				t.Fatalf("proof key %x; want a 32-byte key: %v", card.ProofKey, tc.wantKey)
+			}
+		})
 	}
 }

@@ -202,3 +202,8 @@ func stringMember(members map[string]json.RawMessage, name string) (string, bool
 	var s string
 	return s, json.Unmarshal(raw, &s) == nil
 }
+
+// ExtensionURI names the A2A AgentExtension of the peer plane on an agent card
+// (capabilities.extensions): its params carry the capsule's proof key and its peer_files
+// limits.
+const ExtensionURI = "https://github.com/resplane/resplane/docs/a2a-peer-plane-v1"

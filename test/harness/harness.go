@@ -92,6 +92,8 @@ type Ready struct {
 	Tools       []string `json:"tools"`
 	// Metrics is the metrics listener's address, nil (null) without --metrics-listen.
 	Metrics *string `json:"metrics"`
+	// PeerProof is "bound", "required" or "none".
+	PeerProof string `json:"peer_proof"`
 }
 
 // parseReady decodes a ready line, refusing a line that is not one JSON object with exactly

@@ -69,7 +69,9 @@ func editPayload(t *testing.T, token string, edit func(map[string]any)) string {
 func TestRedeemBindsTheHandleToOneAudienceAndOneInstance(t *testing.T) {
 	t.Parallel()
 	a := startMinter(t)
-	b := startFetcher(t)
+	// B advertises no proof key, so its handles are unbound and a raw client asserting its
+	// audience stands in for it (bound handles: proof_test.go).
+	b := startFetcher(t, "--peer-proof", "off")
 	c := start(t, harness.Capsule{Manifest: manifestThird})
 	if c.Ready.Audience == b.Ready.Audience {
 		t.Fatalf("the third capsule must have its own audience")

@@ -36,6 +36,11 @@ import (
 // "Redaction").
 var tokenPattern = regexp.MustCompile(`mh1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
 
+// proofPattern is what a DPoP proof looks like (a compact JWS whose header and claims are JSON
+// objects, so both start with eyJ): its htu holds a token, and no proof is ever logged or
+// traced (docs/peer-plane.md, "Proof of possession").
+var proofPattern = regexp.MustCompile(`eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+`)
+
 // registry holds, for the final leak scan, a snapshot of every process the suite started
 // (its trace files and stderr, taken after it stopped, before its temp dir is removed) and the
 // stderr of every CLI run.
@@ -60,11 +65,11 @@ func remember(sources ...source) {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if leaks, scanned := scanForTokens(); len(leaks) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: a handle token leaked (docs/trace.md, Redaction: no token in any trace or log line):\n%s\n",
+		fmt.Fprintf(os.Stderr, "FAIL: a handle token or a proof leaked (docs/trace.md, Redaction: no token or proof in any trace or log line):\n%s\n",
 			strings.Join(leaks, "\n"))
 		code = 1
 	} else if code == 0 {
-		fmt.Fprintf(os.Stderr, "token leak scan: %d trace files and stderr streams, no token\n", scanned)
+		fmt.Fprintf(os.Stderr, "token leak scan: %d trace files and stderr streams, no token or proof\n", scanned)
 	}
 	os.Exit(code)
 }
@@ -86,6 +91,9 @@ func tokensIn(s source, also ...string) []string {
 	var found []string
 	for _, line := range strings.Split(s.text, "\n") {
 		m := tokenPattern.FindString(line)
+		if m == "" {
+			m = proofPattern.FindString(line)
+		}
 		for _, a := range also {
 			if m == "" && strings.Contains(line, a) {
 				m = a

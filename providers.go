@@ -192,7 +192,7 @@ func provideProver(key *keys.ProofKey) (ports.Prover, error) {
 }
 
 func provideIssuer(id Identity, key ports.InstanceKey) application.PeerIssuer {
-	return application.PeerIssuer{SessionID: id.SessionID, Key: key}
+	return application.PeerIssuer{SessionID: id.SessionID, Key: application.NewKeyring(key)}
 }
 
 // provideSessionDir creates (if missing) and holds the session's own directory,
@@ -285,6 +285,10 @@ func provideProofs(network Network, verifier ports.ProofVerifier) application.Pr
 func provideRedeem(m manifest.Manifest, issuer application.PeerIssuer, proofs application.Proofs, session application.Session,
 	fs ports.ExportFS, reader *application.Reader, clk ports.Clock, sink ports.TraceSink) *application.Redeem {
 	return application.NewRedeem(peerPlane(m), issuer, proofs, session, fs, reader, clk, sink)
+}
+
+func provideRotateKey(m manifest.Manifest, issuer application.PeerIssuer, clk ports.Clock, sink ports.TraceSink) *application.RotateKey {
+	return application.NewRotateKey(peerPlane(m), issuer, clk, sink)
 }
 
 // provideShareFile returns nil when exports.peer_files is not declared: the tool does not exist.
@@ -384,13 +388,14 @@ func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi
 }
 
 func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, network Network, tasks *application.Tasks,
-	share *application.ShareFile, fetch *application.FetchPeerFile, logger zerolog.Logger, confined landlock.Result) *control.API {
+	share *application.ShareFile, fetch *application.FetchPeerFile, rotate *application.RotateKey, logger zerolog.Logger,
+	confined landlock.Result) *control.API {
 	status := control.Status{
 		SessionID: id.SessionID, Containment: c.String(), Planes: declaredPlanes(m),
 		Audience: network.Audience, URL: network.AdvertiseURL, Confinement: confined.String(),
 		PeerProof: peerProofState(m, network.PeerProof),
 	}
-	return control.NewAPI(status, tasks, share, fetch, logger)
+	return control.NewAPI(status, tasks, share, fetch, rotate, logger)
 }
 
 // openAtStart is everything the service opens at start. Confinement comes after all of it:

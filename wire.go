@@ -77,6 +77,7 @@ var applicationSet = wire.NewSet(
 	provideRedeem,
 	provideShareFile,
 	provideFetchPeerFile,
+	provideRotateKey,
 )
 
 // handlerSet provides the inbound handlers: the resource listener's routes and the control API.

@@ -161,6 +161,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	fetchPeerFile := provideFetchPeerFile(manifest, network, resplaneLimits, prover, redeemer, inbox, system, fanoutSink)
+	rotateKey := provideRotateKey(manifest, peerIssuer, system, fanoutSink)
 	mode := l.Confine
 	resplaneOpenAtStart := openAtStart{
 		Workdir: fs,
@@ -183,7 +184,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger, result)
+	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, rotateKey, logger, result)
 	resplaneControlServer := provideControlServer(resplaneLimits, logger, api, inflight)
 	v := provideTools(api)
 	resplaneReadiness := newReadiness()
@@ -242,9 +243,10 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	peerRedeemer := p.Redeemer
 	peerInbox := p.Inbox
 	fetchPeerFile := provideFetchPeerFile(manifest, network, resplaneLimits, prover, peerRedeemer, peerInbox, portsClock, traceSink)
+	rotateKey := provideRotateKey(manifest, peerIssuer, portsClock, traceSink)
 	logger := l.Log
 	result := _wireResultValue
-	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, logger, result)
+	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, rotateKey, logger, result)
 	handlers := &Handlers{
 		Resources: resources,
 		Control:   api,
@@ -349,6 +351,7 @@ var applicationSet = wire.NewSet(
 	provideRedeem,
 	provideShareFile,
 	provideFetchPeerFile,
+	provideRotateKey,
 )
 
 // handlerSet provides the inbound handlers: the resource listener's routes and the control API.

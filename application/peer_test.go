@@ -67,7 +67,7 @@ func newShare(t *testing.T, w *world, cards ports.CardFetcher) *application.Shar
 func newShareProving(t *testing.T, w *world, cards ports.CardFetcher, mode proof.Mode) *application.ShareFile {
 	t.Helper()
 	plane := application.SharePlane{ExportPlane: handoff, MaxTTL: time.Hour}
-	issuer := application.PeerIssuer{SessionID: sessionID, Key: testKey}
+	issuer := application.PeerIssuer{SessionID: sessionID, Key: application.NewKeyring(testKey)}
 	return application.NewShareFile(plane, mustDestinations(t, "localhost"), issuer, application.Proofs{Mode: mode, Verifier: dpop.Verifier{}},
 		w.session, w.fs, cards, testNonce, w.clock, w.trace)
 }
@@ -79,7 +79,7 @@ func newRedeem(w *world, key ports.InstanceKey) *application.Redeem {
 // newRedeemProving is a redeem whose proof checks run under mode, with the real JOSE verifier.
 func newRedeemProving(w *world, key ports.InstanceKey, mode proof.Mode) *application.Redeem {
 	plane := handoff
-	return application.NewRedeem(&plane, application.PeerIssuer{SessionID: sessionID, Key: key},
+	return application.NewRedeem(&plane, application.PeerIssuer{SessionID: sessionID, Key: application.NewKeyring(key)},
 		application.Proofs{Mode: mode, Verifier: dpop.Verifier{}}, w.session, w.fs, w.reader, w.clock, w.trace)
 }
 

@@ -17,7 +17,7 @@ import (
 // session id (a handle's iss) and its instance key.
 type PeerIssuer struct {
 	SessionID string
-	Key       ports.InstanceKey // used only when exports.peer_files is declared
+	Key       *Keyring // used only when exports.peer_files is declared
 }
 
 // Redeem is the peer plane's one verb, GET /resources/peer/<token> (docs/peer-plane.md,
@@ -28,7 +28,6 @@ type PeerIssuer struct {
 type Redeem struct {
 	plane   *ExportPlane // nil when exports.peer_files is not declared
 	issuer  PeerIssuer
-	signer  *handle.Signer // under issuer's key; nil with no plane
 	proofs  Proofs
 	replays *Replays // the proofs of bound redeems
 	session Session
@@ -44,9 +43,6 @@ func NewRedeem(plane *ExportPlane, issuer PeerIssuer, proofs Proofs, session Ses
 	clock ports.Clock, sink ports.TraceSink) *Redeem {
 	u := &Redeem{plane: plane, issuer: issuer, proofs: proofs, replays: NewReplays(DefaultReplayCapacity), session: session,
 		fs: fs, reader: reader, clock: clock, trace: sink}
-	if plane != nil {
-		u.signer = handle.NewSigner(issuer.Key.Key())
-	}
 	return u
 }
 
@@ -130,7 +126,7 @@ func (u *Redeem) redeem(ctx context.Context, req RedeemRequest, token, audience 
 	if err != nil {
 		return "", nil, err
 	}
-	bound, err := u.signer.VerifyMAC(t, audience, jkt)
+	bound, err := u.issuer.Key.verifyMAC(t, audience, jkt)
 	if err != nil {
 		return "", nil, err
 	}

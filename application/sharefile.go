@@ -139,7 +139,7 @@ func (u *ShareFile) share(ctx context.Context, in ShareInput, ttl time.Duration,
 	}
 	exp := u.clock.Now().Add(ttl).UnixMilli()
 	payload := handle.NewPayload(u.issuer.SessionID, canonical, exp, nonce)
-	token := handle.NewSigner(u.issuer.Key.Key()).MintBound(payload, aud, jkt)
+	token := u.issuer.Key.mint(payload, aud, jkt)
 	return ShareResult{Handle: token, HandleID: handle.ID(token), ExpiresAtMs: exp, Audience: aud, Bound: jkt != ""}, nil
 }
 

@@ -10,4 +10,8 @@ type InstanceKey interface {
 	// may alias the implementation's storage, so it must not be modified. After shutdown an
 	// implementation may return all zeros, under which nothing verifies.
 	Key() []byte
+	// Rotate replaces the key with fresh random bytes in place, overwriting the old ones
+	// (docs/peer-plane.md, "Revoking every handle"). It is not synchronised with Key's
+	// users: the caller holds them off while it runs. An error leaves no usable key.
+	Rotate() error
 }

@@ -40,14 +40,16 @@ type API struct {
 	tasks  *application.Tasks
 	share  *application.ShareFile     // nil when exports.peer_files is not declared
 	fetch  *application.FetchPeerFile // nil when capabilities.peer_fetch is not declared
+	rotate *application.RotateKey
 	log    zerolog.Logger
 }
 
 // NewAPI returns the control API. share and fetch are nil for undeclared tools. log receives
 // one error line, with its cause, for every call answered io_error; it must already redact
 // handles.
-func NewAPI(status Status, tasks *application.Tasks, share *application.ShareFile, fetch *application.FetchPeerFile, log zerolog.Logger) *API {
-	return &API{status: status, tasks: tasks, share: share, fetch: fetch, log: log}
+func NewAPI(status Status, tasks *application.Tasks, share *application.ShareFile, fetch *application.FetchPeerFile,
+	rotate *application.RotateKey, log zerolog.Logger) *API {
+	return &API{status: status, tasks: tasks, share: share, fetch: fetch, rotate: rotate, log: log}
 }
 
 // maxBodyBytes bounds a control request body; tool inputs are a few short strings.
@@ -63,6 +65,7 @@ func (a *API) NewEcho() *echo.Echo {
 	route(e, http.MethodGet, "/v1/tools", a.listTools)
 	route(e, http.MethodPost, "/v1/tools/:name", a.callTool)
 	route(e, http.MethodPost, "/v1/tasks/terminal", a.terminal)
+	route(e, http.MethodPost, "/v1/peer/rotate-key", a.rotateKey)
 	return e
 }
 
@@ -141,6 +144,17 @@ func (a *API) terminal(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]uint64{"generation": gen})
 }
 
+// rotateKey answers POST /v1/peer/rotate-key (docs/control-api.md): every handle minted so far
+// stops verifying. A request body, if any, is not read.
+func (a *API) rotateKey(c echo.Context) error {
+	at, err := a.rotate.Rotate()
+	if err != nil {
+		return a.refuse(c, err)
+	}
+	a.log.Info().Int64("rotated_at_ms", at).Msg("rotated the instance key: every handle minted before no longer verifies")
+	return c.JSON(http.StatusOK, map[string]int64{"rotated_at_ms": at})
+}
+
 // readObject reads a bounded request body that must be a JSON object.
 func readObject(c echo.Context) (map[string]json.RawMessage, error) {
 	raw, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBodyBytes+1))
@@ -171,7 +185,7 @@ func (a *API) refuse(c echo.Context, err error) error {
 		line.Msg("control call failed")
 	}
 	status := http.StatusUnprocessableEntity
-	if r.Code == refusal.UnknownTool {
+	if r.Code == refusal.UnknownTool || r.Code == refusal.NoPeerPlane {
 		status = http.StatusNotFound
 	}
 	return c.JSON(status, errorBody{Error: string(r.Code), Message: r.Message})

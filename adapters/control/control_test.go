@@ -10,7 +10,7 @@ import (
 )
 
 func TestEveryRouteAnswersOnlyItsMethod(t *testing.T) {
-	e := NewAPI(Status{}, nil, nil, nil, zerolog.Nop()).NewEcho()
+	e := NewAPI(Status{}, nil, nil, nil, nil, zerolog.Nop()).NewEcho()
 	for _, tc := range []struct{ method, path string }{
 		{http.MethodOptions, "/v1/status"},
 		{http.MethodPost, "/v1/status"},

@@ -48,13 +48,13 @@ func TestAToolCallThatFailsInternallyIsLoggedWithItsCause(t *testing.T) {
 		t.Fatal(err)
 	}
 	session := application.Session{Generation: &generation.Counter{}, Containment: containment.Sealed}
-	issuer := application.PeerIssuer{SessionID: "ses_test", Key: keys.NewFixed([32]byte{1})}
+	issuer := application.PeerIssuer{SessionID: "ses_test", Key: application.NewKeyring(keys.NewFixed([32]byte{1}))}
 	share := application.NewShareFile(
 		application.SharePlane{ExportPlane: application.ExportPlane{Root: "out/", MaxBytes: 1 << 10}, MaxTTL: time.Hour},
 		[]destination.Destination{allow}, issuer, application.Proofs{Mode: proof.Auto}, session, files, fixedCard{}, brokenNonces{},
 		clock.NewManual(time.UnixMilli(1)), &memtrace.Recorder{})
 	var log bytes.Buffer
-	e := NewAPI(Status{}, application.NewTasks(session), share, nil, zerolog.New(&log)).NewEcho()
+	e := NewAPI(Status{}, application.NewTasks(session), share, nil, nil, zerolog.New(&log)).NewEcho()
 
 	rec := httptest.NewRecorder()
 	e.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/tools/share-file", strings.NewReader(`{"path":"report.md","peer":"localhost:9"}`)))

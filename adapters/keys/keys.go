@@ -17,6 +17,7 @@ package keys
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,6 +80,19 @@ func NewRandom() (*Random, error) {
 // handle verification accepts nothing.
 func (r *Random) Key() []byte { return r.key[:] }
 
+// Rotate overwrites the key with zeros, then with 32 fresh bytes from crypto/rand, in place: a
+// slice from Key sees the new key, and nothing of the old one is left in this value. It is not
+// synchronised with concurrent Key readers. If the random source fails, the key stays zero,
+// under which nothing verifies.
+func (r *Random) Rotate() error {
+	r.Zero()
+	if _, err := rand.Read(r.key[:]); err != nil {
+		r.Zero()
+		return fmt.Errorf("reading a new instance key from the OS random source: %w", err)
+	}
+	return nil
+}
+
 // Zero overwrites the key with zeros. It is idempotent. Run it only after every user of the key
 // has stopped (the HTTP listener drained, the agent loop ended): it is not synchronised with
 // concurrent Key readers.
@@ -104,6 +118,13 @@ func NewFixed(key [Size]byte) *Fixed { return &Fixed{key: key} }
 
 // Key returns the fixed key's bytes; callers must not modify them.
 func (f *Fixed) Key() []byte { return f.key[:] }
+
+// Rotate replaces the key, in place, with the SHA-256 of itself, so a test can predict the
+// key after a rotation.
+func (f *Fixed) Rotate() error {
+	f.key = sha256.Sum256(f.key[:])
+	return nil
+}
 
 // RandomNonce draws each handle's nonce from crypto/rand.
 type RandomNonce struct{}

@@ -3,6 +3,7 @@ package keys
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
 	"encoding/json"
@@ -211,5 +212,30 @@ func TestTheProofKeyFormatsRedacted(t *testing.T) {
 	logger.Info().Interface("i", k).Stringer("s", k).Msg("launch")
 	if leaks(buf.String(), seed) || !strings.Contains(buf.String(), redactedText) {
 		t.Errorf("zerolog printed %q", buf.String())
+	}
+}
+
+func TestRotateReplacesTheKeyInPlace(t *testing.T) {
+	r, err := NewRandom()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := r.Key()
+	old := bytes.Clone(held)
+	if err := r.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(r.Key(), old) || bytes.Equal(r.Key(), make([]byte, Size)) {
+		t.Fatalf("the key after Rotate is the old one or zero: %x", r.Key())
+	}
+	if !bytes.Equal(held, r.Key()) {
+		t.Fatal("a slice from Key still holds the old key after Rotate")
+	}
+	f := NewFixed(secretKey)
+	if err := f.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	if want := sha256.Sum256(secretKey[:]); !bytes.Equal(f.Key(), want[:]) {
+		t.Fatalf("Fixed after Rotate = %x, want sha256 of the old key", f.Key())
 	}
 }

@@ -73,6 +73,21 @@ that every later answer reports.`,
 	}
 }
 
+func peerCommand() *command {
+	return &command{
+		spec: config.Spec{Name: "peer", Summary: "Operator actions on a running service's peer plane."},
+		sub: []*command{{
+			spec: config.Spec{Name: "peer rotate-key", Summary: `Revokes every handle the service has minted. It replaces the instance key:
+every handle minted before stops verifying at once, and handles minted after it redeem. Prints
+{"rotated_at_ms":N}. The service must declare exports.peer_files.`,
+				Flags: []config.Flag{controlFlag}, Notes: controlNotes},
+			run: func(p *program, ctx context.Context, v config.Values) error {
+				return p.control(ctx, v, http.MethodPost, "/v1/peer/rotate-key", nil, true)
+			},
+		}},
+	}
+}
+
 func statusCommand() *command {
 	spec := config.Spec{Name: "status", Summary: `Prints a running service's status. It shows the session, generation,
 containment, planes, tools, audience and URL.`, Flags: []config.Flag{controlFlag}, Notes: controlNotes}

@@ -76,7 +76,7 @@ func (c *command) start(p *program, ctx context.Context, args []string) error {
 // commands is every command, in the order the top-level help lists them.
 func commands() []*command {
 	return []*command{
-		serveCommand(), checkCommand(), toolCommand(), taskCommand(), statusCommand(),
+		serveCommand(), checkCommand(), toolCommand(), taskCommand(), peerCommand(), statusCommand(),
 		filesCommand(), mcpCommand(), versionCommand(),
 	}
 }

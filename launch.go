@@ -10,6 +10,7 @@ import (
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/osfs"
+	"github.com/resplane/resplane/adapters/tlscert"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/diag"
@@ -85,6 +86,9 @@ type Network struct {
 	// PeerProof is --peer-proof: whether handles are bound and redeems proven
 	// (docs/peer-plane.md, "Proof of possession").
 	PeerProof proof.Mode
+	// TLS is the resource listener's certificate pair (--tls-cert, --tls-key), nil for plain
+	// HTTP. OpenLaunch loads it before anything is bound, so a bad pair is a usage error.
+	TLS *tlscert.Pair
 }
 
 // Limits are the launch's bounds on memory, transfers and time.

@@ -20,6 +20,7 @@ import (
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/otel"
 	"github.com/resplane/resplane/adapters/peerhttp"
+	"github.com/resplane/resplane/adapters/tlscert"
 	"github.com/resplane/resplane/domain/audience"
 	"github.com/resplane/resplane/domain/manifest"
 )
@@ -48,6 +49,12 @@ func OpenLaunch(s config.Settings, getenv func(string) string, stderr io.Writer)
 	peerRoots, err := peerhttp.LoadRoots(s.PeerCA)
 	if err != nil {
 		return Launch{}, config.Usagef("--peer-ca: %v", err)
+	}
+	var pair *tlscert.Pair
+	if s.TLSCert != "" {
+		if pair, err = tlscert.Load(s.TLSCert, s.TLSKey, tlscert.Options{Log: log}); err != nil {
+			return Launch{}, config.Usagef("--tls-cert %s, --tls-key %s: %v", s.TLSCert, s.TLSKey, err)
+		}
 	}
 	otelEndpoint, err := otel.Endpoint(s.OTelEndpoint, getenv)
 	if err != nil {
@@ -88,7 +95,7 @@ func OpenLaunch(s config.Settings, getenv func(string) string, stderr io.Writer)
 		Identity:    Identity{SessionID: sessionID, TraceParent: s.TraceParent},
 		Containment: s.Containment,
 		Paths:       paths,
-		Network:     Network{PeerRoots: peerRoots, AllowedHosts: s.AllowedHosts, PeerProof: s.PeerProof},
+		Network:     Network{PeerRoots: peerRoots, AllowedHosts: s.AllowedHosts, PeerProof: s.PeerProof, TLS: pair},
 		Limits: Limits{
 			Budgets: sizes, FetchMaxBytes: s.FetchMaxBytes.Int64(), ReadHeaderTimeout: s.ReadHeaderTimeout,
 			ShutdownGrace: shutdownGrace, SendTimeout: s.SendTimeout,
@@ -106,7 +113,7 @@ func OpenLaunch(s config.Settings, getenv func(string) string, stderr io.Writer)
 }
 
 // bind binds the resource listener and the metrics listener, then derives what depends on the
-// bound port: the advertise URL and our audience.
+// bound port: the advertise URL (https:// under TLS) and our audience.
 func (l *Launch) bind(s config.Settings) error {
 	listen := s.Listen
 	if listen == "" {
@@ -123,7 +130,11 @@ func (l *Launch) bind(s config.Settings) error {
 	}
 	l.Network.AdvertiseURL = s.AdvertiseURL
 	if l.Network.AdvertiseURL == "" {
-		l.Network.AdvertiseURL = "http://localhost:" + strconv.Itoa(l.Listener.Addr().(*net.TCPAddr).Port)
+		scheme := "http"
+		if l.Network.TLS != nil {
+			scheme = "https"
+		}
+		l.Network.AdvertiseURL = scheme + "://localhost:" + strconv.Itoa(l.Listener.Addr().(*net.TCPAddr).Port)
 	}
 	if l.Network.Audience, err = audience.FromCard(l.Manifest.Name, l.Network.AdvertiseURL); err != nil {
 		return config.Usagef("--advertise-url %q gives no audience: it needs a host", l.Network.AdvertiseURL)

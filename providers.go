@@ -348,16 +348,21 @@ func provideHostPolicy(network Network) hostpolicy.Policy {
 // socket.
 type resourceListener struct{ net.Listener }
 
-// provideResourceListener caps the connections (limits.Caps defaults) and logs, at most once a
-// minute, that an address reached its share and its further connections are being closed.
-func provideResourceListener(bound net.Listener, logger zerolog.Logger) resourceListener {
+// provideResourceListener caps the connections (limits.Caps defaults), serves TLS under
+// --tls-cert, and logs, at most once a minute, that an address reached its share and its
+// further connections are being closed.
+func provideResourceListener(bound net.Listener, network Network, logger zerolog.Logger) resourceListener {
 	refusals := rate.Sometimes{Interval: time.Minute}
-	return resourceListener{limits.Listen(bound, limits.Caps{Refused: func(addr netip.Addr) {
+	caps := limits.Caps{Refused: func(addr netip.Addr) {
 		refusals.Do(func() {
 			logger.Warn().Str("remote", addr.String()).
 				Msg("a client address holds its share of the resource listener's connections; its further connections are closed at once")
 		})
-	}})}
+	}}
+	if network.TLS != nil {
+		return resourceListener{limits.ListenTLS(bound, caps, network.TLS.Config())}
+	}
+	return resourceListener{limits.Listen(bound, caps)}
 }
 
 func provideResources(files *application.Files, peer *application.Redeem, card httpapi.AgentCard, hosts hostpolicy.Policy,
@@ -393,7 +398,7 @@ func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, ne
 	status := control.Status{
 		SessionID: id.SessionID, Containment: c.String(), Planes: declaredPlanes(m),
 		Audience: network.Audience, URL: network.AdvertiseURL, Confinement: confined.String(),
-		PeerProof: peerProofState(m, network.PeerProof),
+		PeerProof: peerProofState(m, network.PeerProof), TLS: network.TLS != nil,
 	}
 	return control.NewAPI(status, tasks, share, fetch, rotate, logger)
 }
@@ -413,11 +418,14 @@ type openAtStart struct {
 // everything it opens at start is open (the resource listener is bound before the Launch is
 // made, and the peer CA bundle read). The control API and the service, which report the
 // confinement, come after it.
-func provideConfinement(mode landlock.Mode, m manifest.Manifest, p Paths, obs Observability, logger zerolog.Logger,
+func provideConfinement(mode landlock.Mode, m manifest.Manifest, p Paths, network Network, obs Observability, logger zerolog.Logger,
 	_ openAtStart) (landlock.Result, error) {
 	service := landlock.Service{
 		Workdir: p.Workdir, SessionDir: p.SessionDir, TracePath: p.TracePath, ControlPath: p.ControlPath,
 		SpoolDir: p.SpoolDir, Metrics: obs.MetricsListener != nil,
+	}
+	if network.TLS != nil {
+		service.Readable = network.TLS.Dirs()
 	}
 	if m.PeerFetch != nil {
 		service.Inbox = filepath.Join(p.Workdir, osfs.InboxDir)

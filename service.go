@@ -59,6 +59,8 @@ type ReadyLine struct {
 	Metrics *string `json:"metrics"`
 	// PeerProof is "bound", "required" or "none" (peerProofState).
 	PeerProof string `json:"peer_proof"`
+	// TLS is whether the resource listener serves TLS.
+	TLS bool `json:"tls"`
 }
 
 // Run writes session_start (unless joining a session), serves the listeners, prints the ready
@@ -91,6 +93,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		Audience: l.Network.Audience, Control: l.Paths.ControlPath, Trace: l.Paths.TracePath, Workdir: l.Paths.Workdir,
 		Containment: l.Containment.String(), Confinement: s.confined.String(), Planes: planes, Tools: s.tools,
 		Metrics: metricsAddr, PeerProof: peerProofState(l.Manifest, l.Network.PeerProof),
+		TLS: l.Network.TLS != nil,
 	})
 	if err != nil {
 		return err

@@ -140,7 +140,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	inflight := limits.NewInflight()
 	resplaneResourceServer := provideResourceServer(resplaneLimits, logger, resources, inflight, metrics)
 	listener := l.Listener
-	resplaneResourceListener := provideResourceListener(listener, logger)
+	resplaneResourceListener := provideResourceListener(listener, network, logger)
 	tasks := application.NewTasks(session)
 	certPool := network.PeerRoots
 	cardFetcher := provideCardFetcher(certPool)
@@ -170,7 +170,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		Trace:   file,
 		Spool:   spool,
 	}
-	result, err := provideConfinement(mode, manifest, paths, observability, logger, resplaneOpenAtStart)
+	result, err := provideConfinement(mode, manifest, paths, network, observability, logger, resplaneOpenAtStart)
 	if err != nil {
 		cleanup10()
 		cleanup9()

@@ -32,6 +32,8 @@ type Status struct {
 	URL         string
 	// PeerProof is "bound", "required" or "none" (docs/control-api.md, "GET /v1/status").
 	PeerProof string
+	// TLS is whether the resource listener serves TLS.
+	TLS bool
 }
 
 // API is the control API's handler set.
@@ -115,7 +117,7 @@ func (a *API) getStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, statusBody{
 		SessionID: a.status.SessionID, Generation: a.tasks.Current(), Containment: a.status.Containment,
 		Confinement: a.status.Confinement, Planes: nonNil(a.status.Planes), Tools: a.Tools(), Audience: a.status.Audience, URL: a.status.URL,
-		PeerProof: a.status.PeerProof,
+		PeerProof: a.status.PeerProof, TLS: a.status.TLS,
 	})
 }
 
@@ -129,6 +131,7 @@ type statusBody struct {
 	Audience    string   `json:"audience"`
 	URL         string   `json:"url"`
 	PeerProof   string   `json:"peer_proof"`
+	TLS         bool     `json:"tls"`
 }
 
 func (a *API) terminal(c echo.Context) error {

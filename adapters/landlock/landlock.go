@@ -43,6 +43,9 @@ type Policy struct {
 	// and is looked up by its path. A directory that is missing, or beneath Workdir but not
 	// a real directory, gets no rule.
 	Writable []string
+	// Readable are directories outside the workdir that may be read beneath, looked up by
+	// their paths (the TLS pair's). A missing one gets no rule.
+	Readable []string
 	// ProcessStats lets the process read its own /proc entries and /proc/stat, which the
 	// Prometheus process collector reads at every scrape (CPU, memory, descriptors, start
 	// time). Off unless metrics are served.
@@ -64,18 +67,21 @@ type Service struct {
 	Inbox string
 	// Metrics is whether the metrics listener is served.
 	Metrics bool
+	// Readable are the directories the TLS pair is read from (tlscert.Pair.Dirs), empty
+	// without TLS: reloading the pair opens its files again behind the wall.
+	Readable []string
 }
 
-// Policy is the service's confinement: reading beneath the workdir; reading and writing
-// beneath the session directory, the directories of the trace and the control socket, the
-// spool and, when fetch-peer-file is offered, peer-in; its own /proc entries when metrics
-// are served.
+// Policy is the service's confinement: reading beneath the workdir and the TLS pair's
+// directories; reading and writing beneath the session directory, the directories of the trace
+// and the control socket, the spool and, when fetch-peer-file is offered, peer-in; its own
+// /proc entries when metrics are served.
 func (s Service) Policy() Policy {
 	writable := []string{s.SessionDir, filepath.Dir(s.TracePath), filepath.Dir(s.ControlPath), s.SpoolDir}
 	if s.Inbox != "" {
 		writable = append(writable, s.Inbox)
 	}
-	return Policy{Workdir: s.Workdir, Writable: writable, ProcessStats: s.Metrics}
+	return Policy{Workdir: s.Workdir, Writable: writable, Readable: s.Readable, ProcessStats: s.Metrics}
 }
 
 // Exposing returns the writable directories of p that are the workdir or contain it (by their
@@ -178,6 +184,9 @@ func Confine(mode Mode, p Policy) (Result, error) {
 	if len(anchors.writable) > 0 {
 		rules = append(rules, golandlock.PathAccess(readWrite&handled, anchors.writable...))
 	}
+	if len(anchors.readable) > 0 {
+		rules = append(rules, golandlock.PathAccess(readDir&handled, anchors.readable...))
+	}
 	if anchors.process != "" {
 		rules = append(rules, golandlock.PathAccess(readDir&handled, anchors.process),
 			golandlock.PathAccess(readFile&handled, procStat))
@@ -208,6 +217,7 @@ type anchors struct {
 	fds      []int
 	workdir  string
 	writable []string
+	readable []string
 	process  string // this process's /proc/<pid> directory, when Policy.ProcessStats
 }
 
@@ -223,9 +233,9 @@ func (a *anchors) add(fd int) string {
 	return "/proc/self/fd/" + strconv.Itoa(fd)
 }
 
-// anchor opens the workdir and each writable directory of p (see Policy for how each is
-// looked up) and returns their descriptors. The error names the workdir when it cannot be
-// opened; a writable directory that cannot be opened is left out.
+// anchor opens the workdir, each writable directory and each readable directory of p (see
+// Policy for how each is looked up) and returns their descriptors. The error names the workdir when it cannot be
+// opened; a writable or readable directory that cannot be opened is left out.
 func anchor(p Policy) (*anchors, error) {
 	a := &anchors{}
 	wd, err := openDir(unix.AT_FDCWD, p.Workdir, 0)
@@ -245,6 +255,11 @@ func anchor(p Policy) (*anchors, error) {
 			continue
 		}
 		a.writable = append(a.writable, a.add(fd))
+	}
+	for _, dir := range p.Readable {
+		if fd, err := openDir(unix.AT_FDCWD, filepath.Clean(dir), 0); err == nil {
+			a.readable = append(a.readable, a.add(fd))
+		}
 	}
 	if p.ProcessStats {
 		// /proc/self names this process's own directory, /proc/<pid>, which is what the rule

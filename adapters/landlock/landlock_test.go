@@ -48,6 +48,7 @@ var boxLayout = fixture.Layout{
 	"wd/planted -> ../outside":                  "",
 	"outside/s.md":                              "the secret",
 	"spool/":                                    "",
+	"tls/tls.crt":                               "the pair",
 }
 
 // policyOf is the policy the helper confines itself with: every writable directory serve
@@ -57,7 +58,7 @@ func policyOf(box string) landlock.Policy {
 	return landlock.Policy{Workdir: wd, Writable: []string{
 		filepath.Join(wd, "peer-in"), filepath.Join(wd, ".murmur/ses"), filepath.Join(wd, "planted"),
 		filepath.Join(box, "spool"), filepath.Join(box, "missing"),
-	}}
+	}, Readable: []string{filepath.Join(box, "tls"), filepath.Join(box, "missing-too")}}
 }
 
 // world is what a probe acts on in the confined helper.
@@ -133,6 +134,12 @@ var probes = []probe{
 		func(w world) error { _, err := os.ReadDir(w.at("wd/out")); return err }},
 	{"reading an export root created after start works", "", 1,
 		func(w world) error { return readFile(w.at("wd/late/l.txt")) }},
+	{"reading the TLS pair's directory works", "", 1,
+		func(w world) error { return readFile(w.at("tls/tls.crt")) }},
+	{"reading a pair swapped into its directory after start works", "", 1,
+		func(w world) error { return readFile(w.at("tls/..v2/tls.crt")) }},
+	{"writing in the TLS pair's directory is denied", "EACCES", 1,
+		func(w world) error { return createFile(w.at("tls/new.crt")) }},
 	{"landing a fetched file in peer-in works", "", 1, landThroughInbox},
 	{"the .part scheme's create, rename and remove in peer-in work", "", 1,
 		func(w world) error {
@@ -311,7 +318,7 @@ func TestConfinedProcessMeetsTheWall(t *testing.T) {
 		got[r.Probe] = r.Errno
 		if r.Probe == "confinement" {
 			// An export root created after the helper confined itself.
-			fixture.Write(t, box, fixture.Layout{"wd/late/l.txt": "late"})
+			fixture.Write(t, box, fixture.Layout{"wd/late/l.txt": "late", "tls/..v2/tls.crt": "the new pair"})
 			if _, err := io.WriteString(stdin, "go\n"); err != nil {
 				t.Fatal(err)
 			}
@@ -368,6 +375,8 @@ func TestServicePolicyWritesOnlyWhatTheServiceWrites(t *testing.T) {
 			landlock.Policy{Workdir: "/w", Writable: []string{"/w/.murmur/ses_1", "/logs", "/run/c", "/spool", "/w/peer-in"}}},
 		{"its own /proc entries only when metrics are served", func(s landlock.Service) landlock.Service { s.Metrics = true; return s },
 			landlock.Policy{Workdir: "/w", Writable: []string{"/w/.murmur/ses_1", "/logs", "/run/c", "/spool"}, ProcessStats: true}},
+		{"the TLS pair's directories are read only", func(s landlock.Service) landlock.Service { s.Readable = []string{"/etc/tls"}; return s },
+			landlock.Policy{Workdir: "/w", Writable: []string{"/w/.murmur/ses_1", "/logs", "/run/c", "/spool"}, Readable: []string{"/etc/tls"}}},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			if got := tc.service(base).Policy(); !reflect.DeepEqual(got, tc.want) {

@@ -94,6 +94,8 @@ type Ready struct {
 	Metrics *string `json:"metrics"`
 	// PeerProof is "bound", "required" or "none".
 	PeerProof string `json:"peer_proof"`
+	// TLS is whether the resource listener serves TLS.
+	TLS bool `json:"tls"`
 }
 
 // parseReady decodes a ready line, refusing a line that is not one JSON object with exactly

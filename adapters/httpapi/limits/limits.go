@@ -14,6 +14,7 @@ package limits
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"time"
@@ -156,6 +157,15 @@ func closeAfterReply(next http.Handler) http.Handler {
 // response body sent from a file goes out with sendfile(2).
 func Listen(l net.Listener, caps Caps) net.Listener {
 	return rawtarget.NewListener(newLimitListener(l, caps))
+}
+
+// ListenTLS is Listen serving TLS under config: the TLS layer sits between the connection caps
+// and the raw-target listener, which reads the request line from the plain-text side. A
+// handshake happens in the connection's first read, so it is bounded by the read deadline
+// net/http sets for the request header (--read-header-timeout). A response body goes out
+// through the TLS connection's writes: there is no sendfile(2) under TLS.
+func ListenTLS(l net.Listener, caps Caps, config *tls.Config) net.Listener {
+	return rawtarget.NewListener(tls.NewListener(newLimitListener(l, caps), config))
 }
 
 func orDefault(d, def time.Duration) time.Duration {

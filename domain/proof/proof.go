@@ -15,7 +15,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"unicode/utf8"
 
 	"github.com/resplane/resplane/domain/refusal"
@@ -161,43 +160,63 @@ func JWKOf(key []byte) PublicJWK {
 // or UTF-8, anything but an object, and a member name given twice (two parsers that kept a
 // different one of two values could otherwise disagree about what a proof says).
 func object(raw []byte) (map[string]json.RawMessage, bool) {
-	if len(raw) == 0 || !utf8.Valid(raw) || !json.Valid(raw) {
+	if len(raw) == 0 || !utf8.Valid(raw) {
 		return nil, false
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
 		return nil, false
 	}
-	members := map[string]json.RawMessage{}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil, false
+	// json.Unmarshal keeps the last of two equal names; a member count above the map's size
+	// means one was given twice. (Names that differ only once unescaped, such as "a" and
+	// "\u0061", count as the same name in the map too.)
+	return members, topLevelMembers(raw) == len(members)
+}
+
+// topLevelMembers counts the members of the JSON object raw, which must be valid JSON: the
+// commas outside strings at depth one, plus one unless the object is empty.
+func topLevelMembers(raw []byte) int {
+	depth, commas, inString, escaped, empty := 0, 0, false, false, true
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+			if depth == 1 {
+				empty = false
+			}
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+		case c == ',' && depth == 1:
+			commas++
 		}
-		name, _ := key.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil, false
-		}
-		if _, dup := members[name]; dup {
-			return nil, false
-		}
-		members[name] = value
 	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, false
+	if empty {
+		return 0
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, false
-	}
-	return members, true
+	return commas + 1
 }
 
 // stringMember returns members[name] when it is a JSON string.
 func stringMember(members map[string]json.RawMessage, name string) (string, bool) {
 	raw := members[name]
-	if len(raw) == 0 || raw[0] != '"' {
+	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		// Valid JSON (object checked it) without an escape: the text between the quotes is
+		// the string.
+		return string(raw[1 : len(raw)-1]), true
 	}
 	var s string
 	return s, json.Unmarshal(raw, &s) == nil

@@ -61,6 +61,8 @@ func TestParseHeaderAppliesEachHeaderRule(t *testing.T) {
 		{"a jwk with a duplicate x", `{"typ":"dpop+jwt","alg":"EdDSA","jwk":{"kty":"OKP","crv":"Ed25519","x":"` + x + `","x":"` + x + `"}}`, "jwk"},
 		{"crit", `{"typ":"dpop+jwt","alg":"EdDSA","jwk":` + jwk + `,"crit":["b64"],"b64":false}`, "crit"},
 		{"a duplicate alg", `{"typ":"dpop+jwt","alg":"none","alg":"EdDSA","jwk":` + jwk + `}`, "JSON object"},
+		{"a duplicate alg spelled with an escape", `{"typ":"dpop+jwt","alg":"none","\u0061lg":"EdDSA","jwk":` + jwk + `}`, "JSON object"},
+		{"a comma inside a string is not a member", `{"typ":"dpop+jwt","kid":"a,b\",c","alg":"none","jwk":` + jwk + `}`, "alg"},
 		{"not an object", `["dpop+jwt"]`, "JSON object"},
 		{"two objects", `{"typ":"dpop+jwt"}{}`, "JSON object"},
 		{"invalid UTF-8", "{\"typ\":\"dpop+jwt\",\"alg\":\"EdDSA\",\"kid\":\"\xff\",\"jwk\":" + jwk + "}", "JSON object"},

@@ -10,7 +10,7 @@ IMAGE     ?= resplane:dev
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test test-short test-large lint fmt arch wire wire-check bench bench-ratios bench-nginx bench-observability bench-listing load image fuzz clean
+.PHONY: help build run test test-short test-large lint fmt arch wire wire-check bench bench-ratios bench-nginx bench-proof bench-observability bench-listing load image fuzz clean
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -63,6 +63,9 @@ bench-ratios: ## Run the Go benchmarks COUNT times and print each side-by-side r
 
 bench-nginx: ## One core each: this tree against nginx and against BASE_REF (bench/nginx-bench.sh).
 	bench/nginx-bench.sh
+
+bench-proof: ## One core: a bound redeem with its DPoP proof against an unbound one (bench/proof-bench.sh).
+	bench/proof-bench.sh
 
 bench-observability: ## What metrics and spans cost a read on a saturated core (bench/observability-bench.sh).
 	bench/observability-bench.sh

@@ -111,19 +111,6 @@ type Observability struct {
 	OTelEndpoint string
 }
 
-// declaredPlanes lists m's declared planes in the documented order (docs/http-api.md,
-// "The agent card").
-func declaredPlanes(m manifest.Manifest) []string {
-	planes := []string{}
-	if m.Files != nil {
-		planes = append(planes, "files")
-	}
-	if m.PeerFiles != nil {
-		planes = append(planes, "peer_files")
-	}
-	return planes
-}
-
 // RunLaunchChecks runs the launch checks that follow decoding the manifest (E-CAP-008, then
 // E-CAP-007) against the real filesystem and returns the effective grants. It creates nothing,
 // so check and serve share it.
@@ -131,16 +118,4 @@ func RunLaunchChecks(m manifest.Manifest, afterTaskOverride manifest.AfterTask, 
 	return application.NewLaunchChecks(osfs.Locator{}).Run(application.LaunchInput{
 		Manifest: m, AfterTaskOverride: afterTaskOverride, Workdir: workdir,
 	})
-}
-
-// declaredRoots maps the export-root fields m declares to their roots.
-func declaredRoots(m manifest.Manifest) map[string]string {
-	roots := map[string]string{}
-	if m.Files != nil {
-		roots["exports.files.root"] = m.Files.Root.String()
-	}
-	if m.PeerFiles != nil {
-		roots["exports.peer_files.root"] = m.PeerFiles.Root.String()
-	}
-	return roots
 }

@@ -233,34 +233,20 @@ func provideRedeemer(roots *x509.CertPool) *peerhttp.Redeemer {
 	return peerhttp.NewRedeemer(peerhttp.RedeemOptions{Roots: roots})
 }
 
-func filesPlane(m manifest.Manifest) *application.ExportPlane {
-	if f := m.Files; f != nil {
-		return &application.ExportPlane{Root: f.Root.String(), MaxBytes: f.MaxBytes.Int64()}
-	}
-	return nil
-}
-
-func peerPlane(m manifest.Manifest) *application.ExportPlane {
-	if p := m.PeerFiles; p != nil {
-		return &application.ExportPlane{Root: p.Root.String(), MaxBytes: p.MaxBytes.Int64()}
-	}
-	return nil
-}
-
 func provideFiles(m manifest.Manifest, session application.Session, fs ports.ExportFS, reader *application.Reader,
 	clk ports.Clock, sink ports.TraceSink) *application.Files {
-	return application.NewFiles(filesPlane(m), session, fs, reader, clk, sink)
+	return application.NewFiles(application.FilesPlane(m), session, fs, reader, clk, sink)
 }
 
 func provideRedeem(m manifest.Manifest, issuer application.PeerIssuer, session application.Session, fs ports.ExportFS,
 	reader *application.Reader, clk ports.Clock, sink ports.TraceSink) *application.Redeem {
-	return application.NewRedeem(peerPlane(m), issuer, session, fs, reader, clk, sink)
+	return application.NewRedeem(application.PeerPlane(m), issuer, session, fs, reader, clk, sink)
 }
 
 // provideShareFile returns nil when exports.peer_files is not declared: the tool does not exist.
 func provideShareFile(m manifest.Manifest, issuer application.PeerIssuer, session application.Session, fs ports.ExportFS,
 	cards ports.CardFetcher, nonces ports.NonceSource, clk ports.Clock, sink ports.TraceSink) *application.ShareFile {
-	plane := peerPlane(m)
+	plane := application.PeerPlane(m)
 	if plane == nil {
 		return nil
 	}
@@ -283,7 +269,7 @@ func provideTools(api *control.API) []string { return api.Tools() }
 func provideAgentCard(m manifest.Manifest, id Identity, network Network) httpapi.AgentCard {
 	return httpapi.NewAgentCard(httpapi.Identity{
 		Name: m.Name, Version: m.Version, URL: network.AdvertiseURL,
-		SessionID: id.SessionID, Planes: declaredPlanes(m),
+		SessionID: id.SessionID, Planes: m.Planes(),
 	})
 }
 
@@ -344,7 +330,7 @@ func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi
 func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, network Network, tasks *application.Tasks,
 	share *application.ShareFile, fetch *application.FetchPeerFile, logger zerolog.Logger, confined landlock.Result) *control.API {
 	status := control.Status{
-		SessionID: id.SessionID, Containment: c.String(), Planes: declaredPlanes(m),
+		SessionID: id.SessionID, Containment: c.String(), Planes: m.Planes(),
 		Audience: network.Audience, URL: network.AdvertiseURL, Confinement: confined.String(),
 	}
 	return control.NewAPI(status, tasks, share, fetch, logger)

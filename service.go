@@ -67,7 +67,7 @@ type ReadyLine struct {
 // The returned error is nil after a graceful shutdown.
 func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	l := s.launch
-	planes := declaredPlanes(l.Manifest)
+	planes := l.Manifest.Planes()
 	s.trace.Start(trace.SessionStart{
 		Capsule: l.Manifest.Name, Version: l.Manifest.Version, Containment: l.Containment.String(),
 		Planes: planes, Tools: s.tools, Workdir: l.Paths.Workdir,
@@ -144,7 +144,7 @@ func (s *Service) describeWorkdir() {
 	if s.workdirCreated {
 		l.Log.Info().Str("workdir", l.Paths.Workdir).Msg("created the workdir: it did not exist")
 	}
-	for field, root := range declaredRoots(l.Manifest) {
+	for field, root := range l.Manifest.Roots() {
 		if _, err := os.Lstat(filepath.Join(l.Paths.Workdir, root)); errors.Is(err, os.ErrNotExist) {
 			l.Log.Info().Str("field", field).Str("root", root).
 				Msg("this export root does not exist yet in the workdir: it lists no file until it is created")

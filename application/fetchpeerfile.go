@@ -101,7 +101,8 @@ func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID strin
 	peer, err := destination.ParsePeer(in.Peer)
 	if err != nil || !destination.AnyMatches(u.allow, peer) {
 		return FetchResult{}, refusal.WithMessage(refusal.PeerNotAllowed,
-			"The peer is not in capabilities.peer_fetch.allow; no connection was made.")
+			"Refused by policy: the peer is not in capabilities.peer_fetch.allow, so no connection was made; "+
+				"to fetch from this peer, add it to that list in the manifest.")
 	}
 	staged, err := u.inbox.Stage(handleID)
 	if err != nil {

@@ -111,10 +111,10 @@ type Observability struct {
 	OTelEndpoint string
 }
 
-// RunLaunchChecks runs the launch checks that follow decoding the manifest (E-CAP-008, then
+// runLaunchChecks runs the launch checks that follow decoding the manifest (E-CAP-008, then
 // E-CAP-007) against the real filesystem and returns the effective grants. It creates nothing,
 // so check and serve share it.
-func RunLaunchChecks(m manifest.Manifest, afterTaskOverride manifest.AfterTask, workdir string) (application.Grants, *diag.Diagnostic) {
+func runLaunchChecks(m manifest.Manifest, afterTaskOverride manifest.AfterTask, workdir string) (application.Grants, *diag.Diagnostic) {
 	return application.NewLaunchChecks(osfs.Locator{}).Run(application.LaunchInput{
 		Manifest: m, AfterTaskOverride: afterTaskOverride, Workdir: workdir,
 	})

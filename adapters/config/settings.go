@@ -142,7 +142,7 @@ var settings = []setting{
 		"The containment class the launching runtime achieved: advisory, scoped or sealed",
 		func(s *Settings, v string) (err error) { s.Containment, err = containment.Parse(v); return err }),
 	flag("after-task", "exit|sleep", "", "the manifest's lifecycle.after_task",
-		"Override lifecycle.after_task; the resolved value is what E-CAP-008 checks",
+		"Override lifecycle.after_task; the resolved value is what E-CAP-008 checks. serve never exits after a task: the runtime that launched it acts on after_task",
 		func(s *Settings, v string) (err error) { s.AfterTask, err = manifest.ParseAfterTask(v); return err }),
 	flag("session-id", "ID", "", "a new ses_<uuidv7 hex>",
 		"Join a session the runtime already started ([A-Za-z0-9_.-]+)",

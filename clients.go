@@ -5,10 +5,10 @@ import (
 	"os"
 
 	"github.com/resplane/resplane/adapters/control"
-	"github.com/resplane/resplane/adapters/localfs"
 	"github.com/resplane/resplane/adapters/logging"
 	"github.com/resplane/resplane/adapters/mcp"
 	"github.com/resplane/resplane/adapters/operatorhttp"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/terminal"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/ports"
@@ -37,8 +37,8 @@ func provideOperatorClient(u ServiceURL) (*operatorhttp.Client, error) {
 	return operatorhttp.New(string(u), operatorhttp.Options{})
 }
 
-func provideMirrorDir(d MirrorDir) (*localfs.Dir, func(), error) {
-	dir, err := localfs.Open(string(d))
+func provideMirrorDir(d MirrorDir) (*osfs.Mirror, func(), error) {
+	dir, err := osfs.OpenMirror(string(d))
 	if err != nil {
 		return nil, nil, err
 	}

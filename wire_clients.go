@@ -6,9 +6,9 @@ import (
 	"github.com/google/wire"
 
 	"github.com/resplane/resplane/adapters/control"
-	"github.com/resplane/resplane/adapters/localfs"
 	"github.com/resplane/resplane/adapters/mcp"
 	"github.com/resplane/resplane/adapters/operatorhttp"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/ports"
 )
@@ -33,7 +33,7 @@ func InitializeMirror(l PullLaunch) (*application.Mirror, func(), error) {
 		wire.FieldsOf(new(PullLaunch), "URL", "Dir", "Stderr"),
 		operatorSet,
 		provideMirrorDir,
-		wire.Bind(new(ports.LocalMirror), new(*localfs.Dir)),
+		wire.Bind(new(ports.LocalMirror), new(*osfs.Mirror)),
 		provideProgress,
 		application.NewMirror,
 	)

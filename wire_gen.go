@@ -240,14 +240,14 @@ func InitializeMirror(l PullLaunch) (*application.Mirror, func(), error) {
 	}
 	remoteFiles := application.NewRemoteFiles(client)
 	mirrorDir := l.Dir
-	dir, cleanup, err := provideMirrorDir(mirrorDir)
+	mirror, cleanup, err := provideMirrorDir(mirrorDir)
 	if err != nil {
 		return nil, nil, err
 	}
 	file := l.Stderr
 	progress := provideProgress(file)
-	mirror := application.NewMirror(remoteFiles, dir, progress)
-	return mirror, func() {
+	applicationMirror := application.NewMirror(remoteFiles, mirror, progress)
+	return applicationMirror, func() {
 		cleanup()
 	}, nil
 }

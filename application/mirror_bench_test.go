@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resplane/resplane/adapters/localfs"
 	"github.com/resplane/resplane/adapters/operatorhttp"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/terminal"
 	"github.com/resplane/resplane/application"
 )
@@ -49,7 +49,7 @@ func BenchmarkPullOverLatency(b *testing.B) {
 		b.Run("jobs="+strconv.Itoa(jobs), func(b *testing.B) {
 			b.SetBytes(files * size)
 			for i := range b.N {
-				dir, err := localfs.Open(filepath.Join(b.TempDir(), strconv.Itoa(i)))
+				dir, err := osfs.OpenMirror(filepath.Join(b.TempDir(), strconv.Itoa(i)))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resplane/resplane/adapters/localfs"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/terminal"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/pathpolicy"
@@ -127,7 +127,7 @@ func mirrorInto(t *testing.T, export *fakeExport, local fixture.Layout) (*applic
 	dir := t.TempDir()
 	fixture.Write(t, dir, local)
 	target := filepath.Join(dir, "mirror")
-	d, err := localfs.Open(target)
+	d, err := osfs.OpenMirror(target)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,10 +141,12 @@ func appendDirents(entries []resolve.Entry, dirfd int, buf []byte) []resolve.Ent
 // through a symlink: a symlink, or anything else that is not a directory, fails (a symlink
 // with ENOTDIR or ELOOP).
 func openDirAt(dirfd int, name string) (int, error) {
-	return retry(func() (int, error) {
-		return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	})
+	return retry(func() (int, error) { return unix.Openat(dirfd, name, dirFlags, 0) })
 }
+
+// dirFlags opens a directory for reading its entries and for use as an *at anchor, never
+// through a symlink.
+const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 
 // OpenDir opens name for listing with O_RDONLY|O_DIRECTORY|O_NOFOLLOW: a symlink, or
 // anything else that is not a directory, fails.

@@ -1,8 +1,18 @@
-// Package osfs serves export roots from the real filesystem (Linux only): it implements
-// ports.ExportFS, ports.PeerInbox (Inbox, the workdir's peer-in/ directory) and, for the launch
-// check, ports.RootLocator. It also holds the session's own directory, .murmur/<session id>/
-// (SessionDir, whose doc comment says what it guarantees). The descriptor-based code lives in
-// the *_linux.go files.
+// Package osfs is the real filesystem (Linux only), reached through descriptors and never by
+// reading a path string again: every role resplane gives a local directory lives here. The
+// descriptor-based code lives in the *_linux.go files, one file per role:
+//
+//   - FS (export_linux.go, dir_linux.go) serves export roots: ports.ExportFS. This comment
+//     says what it guarantees.
+//   - Inbox (inbox_linux.go) is the workdir's peer-in/ directory: ports.PeerInbox.
+//   - SessionDir (session_linux.go) is the session's own directory, .murmur/<session id>/.
+//   - Locator (rootlocator.go) is the launch check's ports.RootLocator.
+//   - Mirror (mirror_linux.go) is the directory `resplane files pull` mirrors into:
+//     ports.LocalMirror. CreateAt and WriteOnCommit (landing_linux.go) are where
+//     `resplane files get` lands one file (ports.Landing).
+//
+// Inbox, SessionDir and Mirror each say in their own doc comment what they guarantee and what
+// they do not.
 //
 // An FS holds one descriptor of the workdir, opened by New, and resolves every name relative
 // to a descriptor it holds, never by reading a path string again. At every call the declared

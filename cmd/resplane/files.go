@@ -14,7 +14,7 @@ import (
 
 	"github.com/resplane/resplane"
 	"github.com/resplane/resplane/adapters/config"
-	"github.com/resplane/resplane/adapters/localfs"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/ports"
@@ -144,9 +144,9 @@ func (p *program) filesGet(ctx context.Context, v config.Values) error {
 	}
 	var landing ports.Landing
 	if target == "-" {
-		landing, err = localfs.Spool(p.stdout)
+		landing, err = osfs.WriteOnCommit(p.stdout)
 	} else {
-		landing, err = localfs.CreateAt(target)
+		landing, err = osfs.CreateAt(target)
 	}
 	if err != nil {
 		return err

@@ -1,14 +1,12 @@
-package localfs
+package osfs
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -17,16 +15,52 @@ import (
 	"github.com/resplane/resplane/ports"
 )
 
-// Dir is a directory a pull mirrors into.
-type Dir struct {
+// Mirror is the operator's local side of `resplane files pull`: the directory a pull mirrors
+// into (ports.LocalMirror). See docs/operator-guide.md, "Pulling outputs". The landings of
+// `resplane files get` (CreateAt, WriteOnCommit) share its guarantees for the one file they
+// land.
+//
+// What it guarantees:
+//
+//   - A Mirror holds one descriptor of its directory, and every path beneath it is resolved
+//     one component at a time relative to a descriptor, each directory opened with
+//     O_NOFOLLOW|O_DIRECTORY, never by a path string. A symlink (or a file) on the way is
+//     refused, unsafe_path, so a symlink planted in the directory can never redirect a read,
+//     a write or a deletion outside it.
+//   - A download is written into a new temp file (.resplane-<16 random hex>.part, created
+//     O_CREAT|O_EXCL|O_NOFOLLOW) in the directory of its destination, flushed, and renamed
+//     over the destination in one step through the same directory descriptor: a reader of
+//     the destination sees the earlier file or the whole new one, never a mix, and a discarded
+//     or failed download leaves no temp file.
+//   - A destination that exists as anything but a regular file (a symlink, a directory, a
+//     FIFO) is never replaced or written through: unsafe_path. A name the filesystem refuses
+//     (too long, invalid) is unsafe_path too.
+//   - Files lists and Delete removes regular files only; symlinks are neither followed nor
+//     removed, and directories are left in place.
+//   - Refusals name no host path; an io_error carries the operating system's description of
+//     the failure.
+//
+// What it does not guarantee:
+//
+//   - The directory given to OpenMirror, and the path to it, are trusted: symlinks there are
+//     followed, as for any path the operator types. So is the destination of CreateAt.
+//   - Another process changing the directory while a pull runs can make a comparison stale
+//     or a step fail; it cannot make a write land outside the directory.
+//   - The temp file is flushed before the rename, the directory is not: after a power loss
+//     the destination holds its earlier or its new version, whole.
+//   - A temp file survives a crash (kill -9) of the pull that made it; a later pull with
+//     --delete removes it, as it removes every file the listing does not have.
+//
+// A Mirror is safe for concurrent use.
+type Mirror struct {
 	fd int
 }
 
-var _ ports.LocalMirror = (*Dir)(nil)
+var _ ports.LocalMirror = (*Mirror)(nil)
 
-// Open creates path (and its parents) when it is missing and opens it. The error names the
-// path; it is meant for the operator.
-func Open(path string) (*Dir, error) {
+// OpenMirror creates path (and its parents) when it is missing and opens it. The error names
+// the path; it is meant for the operator.
+func OpenMirror(path string) (*Mirror, error) {
 	if err := os.MkdirAll(path, 0o777); err != nil {
 		return nil, fmt.Errorf("creating the target directory: %w", err)
 	}
@@ -34,11 +68,11 @@ func Open(path string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the target directory %s: %w", path, err)
 	}
-	return &Dir{fd: fd}, nil
+	return &Mirror{fd: fd}, nil
 }
 
 // Close releases the directory's descriptor. No call may be running or follow.
-func (d *Dir) Close() error { return unix.Close(d.fd) }
+func (d *Mirror) Close() error { return unix.Close(d.fd) }
 
 // errMissing reports a directory on the way that does not exist (and was not to be created).
 var errMissing = errors.New("missing")
@@ -47,17 +81,17 @@ var errMissing = errors.New("missing")
 // it from d's descriptor with O_NOFOLLOW. With create, a missing directory is made (and a
 // concurrent maker tolerated); without, it is errMissing. It returns the descriptor, which
 // the caller closes, and the last component.
-func (d *Dir) parent(rel pathpolicy.RelPath, create bool) (int, string, error) {
+func (d *Mirror) parent(rel pathpolicy.RelPath, create bool) (int, string, error) {
 	components := rel.Components()
 	dir, err := retry(func() (int, error) { return unix.Openat(d.fd, ".", dirFlags, 0) })
 	if err != nil {
-		return -1, "", refuse(err)
+		return -1, "", refuseTarget(err)
 	}
 	for _, name := range components[:len(components)-1] {
-		next, err := openDir(dir, name)
+		next, err := openDirAt(dir, name)
 		if errors.Is(err, unix.ENOENT) && create {
 			if err = retryErr(func() error { return unix.Mkdirat(dir, name, 0o777) }); err == nil || errors.Is(err, unix.EEXIST) {
-				next, err = openDir(dir, name)
+				next, err = openDirAt(dir, name)
 			}
 		}
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
@@ -68,7 +102,7 @@ func (d *Dir) parent(rel pathpolicy.RelPath, create bool) (int, string, error) {
 			return -1, "", errMissing
 		}
 		if err != nil {
-			return -1, "", refuse(err)
+			return -1, "", refuseTarget(err)
 		}
 		dir = next
 	}
@@ -84,14 +118,6 @@ func onTheWay(dir int, name string, err error) error {
 	return err
 }
 
-// dirFlags opens a directory for reading its entries and for use as an *at anchor, never
-// through a symlink.
-const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
-
-func openDir(dir int, name string) (int, error) {
-	return retry(func() (int, error) { return unix.Openat(dir, name, dirFlags, 0) })
-}
-
 // regularAt stats name in dir without following a symlink: missing when nothing is there, a
 // refusal when something other than a regular file is.
 func regularAt(dir int, name string) (st unix.Stat_t, missing bool, err error) {
@@ -100,7 +126,7 @@ func regularAt(dir int, name string) (st unix.Stat_t, missing bool, err error) {
 	case errors.Is(err, unix.ENOENT):
 		return st, true, nil
 	case err != nil:
-		return st, false, refuse(err)
+		return st, false, refuseTarget(err)
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return st, false, notRegular(st.Mode)
 	}
@@ -127,7 +153,7 @@ func notRegular(mode uint32) *refusal.Refusal {
 }
 
 // Compare reports whether rel is missing, the same file as described, or different.
-func (d *Dir) Compare(rel pathpolicy.RelPath, size int64, sum string) (ports.LocalState, error) {
+func (d *Mirror) Compare(rel pathpolicy.RelPath, size int64, sum string) (ports.LocalState, error) {
 	dir, name, err := d.parent(rel, false)
 	if errors.Is(err, errMissing) {
 		return ports.LocalMissing, nil
@@ -149,13 +175,13 @@ func (d *Dir) Compare(rel pathpolicy.RelPath, size int64, sum string) (ports.Loc
 		return unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
-		return 0, refuse(err)
+		return 0, refuseTarget(err)
 	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
 	hash := sha256.New()
 	if _, err := io.Copy(hash, f); err != nil {
-		return 0, refuse(err)
+		return 0, refuseTarget(err)
 	}
 	if hex.EncodeToString(hash.Sum(nil)) != sum {
 		return ports.LocalDifferent, nil
@@ -164,7 +190,7 @@ func (d *Dir) Compare(rel pathpolicy.RelPath, size int64, sum string) (ports.Loc
 }
 
 // Stage makes the directories on the way to rel and a temp file beside it.
-func (d *Dir) Stage(rel pathpolicy.RelPath) (ports.Landing, error) {
+func (d *Mirror) Stage(rel pathpolicy.RelPath) (ports.Landing, error) {
 	dir, name, err := d.parent(rel, true)
 	if err != nil {
 		return nil, err
@@ -172,84 +198,11 @@ func (d *Dir) Stage(rel pathpolicy.RelPath) (ports.Landing, error) {
 	return stage(dir, name)
 }
 
-// stage checks that name in dir (whose descriptor it takes over) is missing or a regular file
-// and creates the temp file that will replace it.
-func stage(dir int, name string) (ports.Landing, error) {
-	if _, _, err := regularAt(dir, name); err != nil {
-		unix.Close(dir)
-		return nil, err
-	}
-	var random [8]byte
-	_, _ = rand.Read(random[:])
-	temp := ".resplane-" + hex.EncodeToString(random[:]) + ".part"
-	fd, err := retry(func() (int, error) {
-		return unix.Openat(dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
-	})
-	if err != nil {
-		unix.Close(dir)
-		return nil, refuse(err)
-	}
-	return &landing{dir: dir, temp: temp, name: name, file: os.NewFile(uintptr(fd), temp)}, nil
-}
-
-// landing is one temp file and the directory descriptor it was created in; the rename goes
-// through that same descriptor. It is used by one goroutine.
-type landing struct {
-	dir        int
-	temp, name string
-	file       *os.File
-	done       bool
-}
-
-func (l *landing) Write(p []byte) (int, error) {
-	n, err := l.file.Write(p)
-	if err != nil {
-		return n, refuse(err)
-	}
-	return n, nil
-}
-
-// Commit flushes the temp file, gives it modTime, and renames it over the destination.
-func (l *landing) Commit(modTime time.Time) error {
-	if l.done {
-		return refusal.WithMessage(refusal.IOError, "The download was already landed or discarded.")
-	}
-	err := l.file.Sync()
-	if err == nil && !modTime.IsZero() {
-		ts := unix.NsecToTimespec(modTime.UnixNano())
-		err = unix.UtimesNanoAt(l.dir, l.temp, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW)
-	}
-	if err == nil {
-		err = l.file.Close()
-	}
-	if err == nil {
-		err = retryErr(func() error { return unix.Renameat(l.dir, l.temp, l.dir, l.name) })
-	}
-	if err != nil {
-		l.Discard()
-		return refuse(err)
-	}
-	l.done = true
-	unix.Close(l.dir)
-	return nil
-}
-
-// Discard closes and removes the temp file; after Commit or a first Discard it does nothing.
-func (l *landing) Discard() {
-	if l.done {
-		return
-	}
-	l.done = true
-	l.file.Close()
-	unix.Unlinkat(l.dir, l.temp, 0)
-	unix.Close(l.dir)
-}
-
 // Files lists every regular file beneath the directory.
-func (d *Dir) Files() ([]string, error) {
+func (d *Mirror) Files() ([]string, error) {
 	root, err := retry(func() (int, error) { return unix.Openat(d.fd, ".", dirFlags, 0) })
 	if err != nil {
-		return nil, refuse(err)
+		return nil, refuseTarget(err)
 	}
 	var files []string
 	err = walk(root, "", &files)
@@ -264,7 +217,7 @@ func walk(dir int, prefix string, files *[]string) error {
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
-		return refuse(err)
+		return refuseTarget(err)
 	}
 	for _, name := range names {
 		st, err := lstatAt(dir, name)
@@ -272,15 +225,15 @@ func walk(dir int, prefix string, files *[]string) error {
 			continue // removed meanwhile
 		}
 		if err != nil {
-			return refuse(err)
+			return refuseTarget(err)
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
 			*files = append(*files, prefix+name)
 		case unix.S_IFDIR:
-			sub, err := openDir(dir, name)
+			sub, err := openDirAt(dir, name)
 			if err != nil {
-				return refuse(err)
+				return refuseTarget(err)
 			}
 			if err := walk(sub, prefix+name+"/", files); err != nil {
 				return err
@@ -291,7 +244,7 @@ func walk(dir int, prefix string, files *[]string) error {
 }
 
 // Delete removes the regular file at rel.
-func (d *Dir) Delete(rel pathpolicy.RelPath) error {
+func (d *Mirror) Delete(rel pathpolicy.RelPath) error {
 	dir, name, err := d.parent(rel, false)
 	if errors.Is(err, errMissing) {
 		return nil
@@ -304,7 +257,7 @@ func (d *Dir) Delete(rel pathpolicy.RelPath) error {
 		return err
 	}
 	if err := retryErr(func() error { return unix.Unlinkat(dir, name, 0) }); err != nil && !errors.Is(err, unix.ENOENT) {
-		return refuse(err)
+		return refuseTarget(err)
 	}
 	return nil
 }
@@ -312,7 +265,7 @@ func (d *Dir) Delete(rel pathpolicy.RelPath) error {
 // refuse turns a system call's failure into a refusal naming no path: what stands on the way,
 // or the name the filesystem rejects, is unsafe_path; anything else io_error with the
 // operating system's description.
-func refuse(err error) *refusal.Refusal {
+func refuseTarget(err error) *refusal.Refusal {
 	var errno unix.Errno
 	if !errors.As(err, &errno) {
 		return refusal.WithMessage(refusal.IOError, "The local file could not be used.").Wrapping(err)
@@ -331,20 +284,4 @@ func refuse(err error) *refusal.Refusal {
 		r = refusal.WithMessage(refusal.IOError, "The local file could not be used: "+errno.Error()+".")
 	}
 	return r.Wrapping(err)
-}
-
-// retry runs a system call again while a signal interrupts it.
-func retry(call func() (int, error)) (int, error) {
-	for {
-		n, err := call()
-		if !errors.Is(err, unix.EINTR) {
-			return n, err
-		}
-	}
-}
-
-// retryErr is retry for a system call that returns only an error.
-func retryErr(call func() error) error {
-	_, err := retry(func() (int, error) { return 0, call() })
-	return err
 }

@@ -7,11 +7,13 @@
 //   - Inbox (inbox_linux.go) is the workdir's peer-in/ directory: ports.PeerInbox.
 //   - SessionDir (session_linux.go) is the session's own directory, .murmur/<session id>/.
 //   - Locator (rootlocator.go) is the launch check's ports.RootLocator.
+//   - Spool (spool_linux.go) holds the snapshots of large reads in unnamed files:
+//     ports.Spool.
 //   - Mirror (mirror_linux.go) is the directory `resplane files pull` mirrors into:
 //     ports.LocalMirror. CreateAt and WriteOnCommit (landing_linux.go) are where
 //     `resplane files get` lands one file (ports.Landing).
 //
-// Inbox, SessionDir and Mirror each say in their own doc comment what they guarantee and what
+// Inbox, SessionDir, Spool and Mirror each say in their own doc comment what they guarantee and what
 // they do not.
 //
 // An FS holds one descriptor of the workdir, opened by New, and resolves every name relative

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/resplane/resplane/adapters/internal/eintr"
 	"github.com/resplane/resplane/domain/resolve"
 )
 
@@ -24,16 +25,16 @@ type dirFD struct {
 // device is not touched) and, on a symlink, yields the link itself, whose text is then read
 // from that same descriptor.
 func (d *dirFD) Lookup(name string) (resolve.Node, error) {
-	fd, err := retry(func() (int, error) {
+	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Openat(d.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
-		return resolve.Node{}, refuse(err)
+		return resolve.Node{}, refuse(inExport, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return resolve.Node{}, refuse(err)
+		return resolve.Node{}, refuse(inExport, err)
 	}
 	switch kind := kindOfMode(st.Mode); kind {
 	case resolve.Directory:
@@ -42,7 +43,7 @@ func (d *dirFD) Lookup(name string) (resolve.Node, error) {
 		target, err := readlink(fd)
 		unix.Close(fd)
 		if err != nil {
-			return resolve.Node{}, refuse(err)
+			return resolve.Node{}, refuse(inExport, err)
 		}
 		return resolve.Node{Kind: kind, Target: target}, nil
 	case resolve.Regular:
@@ -59,11 +60,11 @@ func (d *dirFD) Lookup(name string) (resolve.Node, error) {
 func (d *dirFD) Entries() ([]resolve.Entry, error) {
 	fd := d.fd
 	if d.pathOnly {
-		rfd, err := retry(func() (int, error) {
+		rfd, err := eintr.Retry(func() (int, error) {
 			return unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		})
 		if err != nil {
-			return nil, refuse(err)
+			return nil, refuse(inExport, err)
 		}
 		defer unix.Close(rfd)
 		fd = rfd
@@ -73,9 +74,9 @@ func (d *dirFD) Entries() ([]resolve.Entry, error) {
 	defer direntBuffers.Put(pooled)
 	buf := *pooled
 	for {
-		n, err := retry(func() (int, error) { return unix.Getdents(fd, buf) })
+		n, err := eintr.Retry(func() (int, error) { return unix.Getdents(fd, buf) })
 		if err != nil {
-			return nil, refuse(err)
+			return nil, refuse(inExport, err)
 		}
 		if n <= 0 {
 			return entries, nil
@@ -141,7 +142,7 @@ func appendDirents(entries []resolve.Entry, dirfd int, buf []byte) []resolve.Ent
 // through a symlink: a symlink, or anything else that is not a directory, fails (a symlink
 // with ENOTDIR or ELOOP).
 func openDirAt(dirfd int, name string) (int, error) {
-	return retry(func() (int, error) { return unix.Openat(dirfd, name, dirFlags, 0) })
+	return eintr.Retry(func() (int, error) { return unix.Openat(dirfd, name, dirFlags, 0) })
 }
 
 // dirFlags opens a directory for reading its entries and for use as an *at anchor, never
@@ -153,7 +154,7 @@ const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLO
 func (d *dirFD) OpenDir(name string) (resolve.Dir, error) {
 	fd, err := openDirAt(d.fd, name)
 	if err != nil {
-		return nil, refuse(err)
+		return nil, refuse(inExport, err)
 	}
 	return &dirFD{fd: fd}, nil
 }

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/adapters/internal/eintr"
 	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 )
@@ -83,7 +83,7 @@ var _ ports.PeerInbox = (*Inbox)(nil)
 // left in its peer-in/, and returns its inbox. The error names the path; it is meant for the
 // operator at startup.
 func OpenInbox(workdir string) (*Inbox, error) {
-	fd, err := retry(func() (int, error) { return unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+	fd, err := eintr.Retry(func() (int, error) { return unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
 	if err != nil {
 		return nil, fmt.Errorf("opening the workdir %s for peer-in: %w", workdir, err)
 	}
@@ -113,12 +113,12 @@ func (in *Inbox) Create() error {
 
 // openDir creates peer-in (0700) when it is missing and opens it for staging.
 func (in *Inbox) openDir() (int, error) {
-	if err := retryErr(func() error { return unix.Mkdirat(in.workdir, InboxDir, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
-		return -1, storeFailed("peer-in could not be created", err)
+	if err := eintr.RetryErr(func() error { return unix.Mkdirat(in.workdir, InboxDir, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, failed(inInbox, "peer-in could not be created", err)
 	}
 	dir, err := openDirAt(in.workdir, InboxDir)
 	if err != nil {
-		return -1, storeFailed("peer-in is not a directory or cannot be opened", err)
+		return -1, failed(inInbox, "peer-in is not a directory or cannot be opened", err)
 	}
 	return dir, nil
 }
@@ -129,7 +129,7 @@ func (in *Inbox) openDir() (int, error) {
 // file name.
 func (in *Inbox) Stage(handleID string) (ports.StagedFile, error) {
 	if strings.ContainsAny(handleID, "/\x00") {
-		return nil, storeFailed("the handle id cannot be part of a file name", nil)
+		return nil, failed(inInbox, "the handle id cannot be part of a file name", nil)
 	}
 	dir, err := in.openDir()
 	if err != nil {
@@ -148,24 +148,24 @@ func (in *Inbox) Stage(handleID string) (ports.StagedFile, error) {
 // takes its temp name, if it ever has one, for a leftover.
 func (in *Inbox) create(s *stagedFile) error {
 	if !in.named.Load() {
-		fd, err := retry(func() (int, error) {
+		fd, err := eintr.Retry(func() (int, error) {
 			return unix.Openat(s.dir, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
 		})
 		switch {
 		case err == nil:
 			s.setFile(fd, InboxDir+"/(unnamed)")
 			return nil
-		case err != unix.EOPNOTSUPP && err != unix.EISDIR && err != unix.EINVAL:
-			return storeFailed("the unnamed file could not be created", err)
+		case !noUnnamedFiles(err):
+			return failed(inInbox, "the unnamed file could not be created", err)
 		}
 		in.named.Store(true)
 	}
 	temp := newTempName(s.handleID)
-	fd, err := retry(func() (int, error) {
+	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Openat(s.dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	})
 	if err != nil {
-		return storeFailed("the temp file could not be created", err)
+		return failed(inInbox, "the temp file could not be created", err)
 	}
 	s.temp = temp
 	s.setFile(fd, InboxDir+"/"+temp)
@@ -201,7 +201,7 @@ func (s *stagedFile) setFile(fd int, name string) {
 func (s *stagedFile) Write(p []byte) (int, error) {
 	n, err := s.file.Write(p)
 	if err != nil {
-		return n, storeFailed("writing the temp file failed", err)
+		return n, failed(inInbox, "writing the temp file failed", err)
 	}
 	return n, nil
 }
@@ -213,25 +213,25 @@ func (s *stagedFile) Write(p []byte) (int, error) {
 // error is an io_error refusal. A second Commit, or one after Discard, fails the same way.
 func (s *stagedFile) Commit(name string) (string, error) {
 	if s.done {
-		return "", storeFailed("the temp file was already committed or discarded", nil)
+		return "", failed(inInbox, "the temp file was already committed or discarded", nil)
 	}
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		s.Discard()
-		return "", storeFailed("the stored name is not a single file name", nil)
+		return "", failed(inInbox, "the stored name is not a single file name", nil)
 	}
 	if err := s.file.Sync(); err != nil {
 		s.Discard()
-		return "", storeFailed("flushing the temp file failed", err)
+		return "", failed(inInbox, "flushing the temp file failed", err)
 	}
 	if err := s.place(name); err != nil {
 		s.Discard()
-		return "", storeFailed("moving the file into place failed", err)
+		return "", failed(inInbox, "moving the file into place failed", err)
 	}
 	s.done = true
 	defer unix.Close(s.dir)
-	if err := retryErr(func() error { return unix.Fsync(s.dir) }); err != nil {
+	if err := eintr.RetryErr(func() error { return unix.Fsync(s.dir) }); err != nil {
 		unix.Unlinkat(s.dir, name, 0)
-		return "", storeFailed("flushing peer-in failed", err)
+		return "", failed(inInbox, "flushing peer-in failed", err)
 	}
 	return InboxDir + "/" + name, nil
 }
@@ -243,7 +243,7 @@ func (s *stagedFile) place(name string) error {
 		if err := s.file.Close(); err != nil {
 			return err
 		}
-		return retryErr(func() error { return unix.Renameat(s.dir, s.temp, s.dir, name) })
+		return eintr.RetryErr(func() error { return unix.Renameat(s.dir, s.temp, s.dir, name) })
 	}
 	if err := s.link(name); err != nil {
 		return err
@@ -260,7 +260,7 @@ func (s *stagedFile) place(name string) error {
 func (s *stagedFile) link(name string) error {
 	source := procFD + strconv.Itoa(s.fd)
 	linkAs := func(target string) error {
-		return retryErr(func() error { return unix.Linkat(unix.AT_FDCWD, source, s.dir, target, unix.AT_SYMLINK_FOLLOW) })
+		return eintr.RetryErr(func() error { return unix.Linkat(unix.AT_FDCWD, source, s.dir, target, unix.AT_SYMLINK_FOLLOW) })
 	}
 	err := linkAs(name)
 	if err != unix.EEXIST {
@@ -270,7 +270,7 @@ func (s *stagedFile) link(name string) error {
 	if err := linkAs(temp); err != nil {
 		return err
 	}
-	if err := retryErr(func() error { return unix.Renameat(s.dir, temp, s.dir, name) }); err != nil {
+	if err := eintr.RetryErr(func() error { return unix.Renameat(s.dir, temp, s.dir, name) }); err != nil {
 		unix.Unlinkat(s.dir, temp, 0)
 		return err
 	}
@@ -314,7 +314,7 @@ func (in *Inbox) sweep() {
 // a link), last modified before this process started, that it can lock: no live process
 // uses it.
 func removeIfLeftOver(dir int, name string) {
-	fd, err := retry(func() (int, error) {
+	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -329,14 +329,4 @@ func removeIfLeftOver(dir int, name string) {
 		return
 	}
 	unix.Unlinkat(dir, name, 0)
-}
-
-// storeFailed returns the io_error refusal for a failed store: what went wrong and, when the
-// cause is an operating-system error, its description (never a path, never an errno number).
-func storeFailed(what string, cause error) *refusal.Refusal {
-	var errno unix.Errno
-	if errors.As(cause, &errno) {
-		what += ": " + errno.Error()
-	}
-	return refusal.WithMessage(refusal.IOError, "The fetched file could not be stored: "+what+".").Wrapping(cause)
 }

@@ -3,7 +3,6 @@ package osfs
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/resplane/resplane/adapters/internal/eintr"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
 )
@@ -25,7 +25,7 @@ func CreateAt(path string) (ports.Landing, error) {
 	if name == "." || name == ".." || name == string(filepath.Separator) {
 		return nil, fmt.Errorf("%s does not name a file", path)
 	}
-	dir, err := retry(func() (int, error) {
+	dir, err := eintr.Retry(func() (int, error) {
 		return unix.Open(filepath.Dir(path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -48,12 +48,12 @@ func stage(dir int, name string) (ports.Landing, error) {
 	var random [8]byte
 	_, _ = rand.Read(random[:])
 	temp := ".resplane-" + hex.EncodeToString(random[:]) + ".part"
-	fd, err := retry(func() (int, error) {
+	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Openat(dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
 	})
 	if err != nil {
 		unix.Close(dir)
-		return nil, refuseTarget(err)
+		return nil, refuse(inTarget, err)
 	}
 	return &landing{dir: dir, temp: temp, name: name, file: os.NewFile(uintptr(fd), temp)}, nil
 }
@@ -70,7 +70,7 @@ type landing struct {
 func (l *landing) Write(p []byte) (int, error) {
 	n, err := l.file.Write(p)
 	if err != nil {
-		return n, refuseTarget(err)
+		return n, refuse(inTarget, err)
 	}
 	return n, nil
 }
@@ -89,11 +89,11 @@ func (l *landing) Commit(modTime time.Time) error {
 		err = l.file.Close()
 	}
 	if err == nil {
-		err = retryErr(func() error { return unix.Renameat(l.dir, l.temp, l.dir, l.name) })
+		err = eintr.RetryErr(func() error { return unix.Renameat(l.dir, l.temp, l.dir, l.name) })
 	}
 	if err != nil {
 		l.Discard()
-		return refuseTarget(err)
+		return refuse(inTarget, err)
 	}
 	l.done = true
 	unix.Close(l.dir)
@@ -126,11 +126,11 @@ func WriteOnCommit(w io.Writer) (ports.Landing, error) {
 // support that, a named one it removes at once.
 func unnamedTemp() (*os.File, error) {
 	dir := os.TempDir()
-	fd, err := retry(func() (int, error) { return unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600) })
+	fd, err := eintr.Retry(func() (int, error) { return unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600) })
 	if err == nil {
 		return os.NewFile(uintptr(fd), "download"), nil
 	}
-	if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EINVAL) {
+	if !noUnnamedFiles(err) {
 		return nil, err
 	}
 	f, err := os.CreateTemp(dir, ".resplane-*.part")
@@ -154,7 +154,7 @@ type heldLanding struct {
 func (h *heldLanding) Write(p []byte) (int, error) {
 	n, err := h.file.Write(p)
 	if err != nil {
-		return n, refuseTarget(err)
+		return n, refuse(inTarget, err)
 	}
 	return n, nil
 }
@@ -168,7 +168,7 @@ func (h *heldLanding) Commit(time.Time) error {
 	h.done = true
 	defer h.file.Close()
 	if _, err := h.file.Seek(0, io.SeekStart); err != nil {
-		return refuseTarget(err)
+		return refuse(inTarget, err)
 	}
 	if _, err := io.Copy(h.out, h.file); err != nil {
 		return refusal.WithMessage(refusal.IOError, "The download could not be written out.").Wrapping(err)

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/resplane/resplane/adapters/internal/eintr"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
@@ -64,7 +65,7 @@ func OpenMirror(path string) (*Mirror, error) {
 	if err := os.MkdirAll(path, 0o777); err != nil {
 		return nil, fmt.Errorf("creating the target directory: %w", err)
 	}
-	fd, err := retry(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+	fd, err := eintr.Retry(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
 	if err != nil {
 		return nil, fmt.Errorf("opening the target directory %s: %w", path, err)
 	}
@@ -83,14 +84,14 @@ var errMissing = errors.New("missing")
 // the caller closes, and the last component.
 func (d *Mirror) parent(rel pathpolicy.RelPath, create bool) (int, string, error) {
 	components := rel.Components()
-	dir, err := retry(func() (int, error) { return unix.Openat(d.fd, ".", dirFlags, 0) })
+	dir, err := eintr.Retry(func() (int, error) { return unix.Openat(d.fd, ".", dirFlags, 0) })
 	if err != nil {
-		return -1, "", refuseTarget(err)
+		return -1, "", refuse(inTarget, err)
 	}
 	for _, name := range components[:len(components)-1] {
 		next, err := openDirAt(dir, name)
 		if errors.Is(err, unix.ENOENT) && create {
-			if err = retryErr(func() error { return unix.Mkdirat(dir, name, 0o777) }); err == nil || errors.Is(err, unix.EEXIST) {
+			if err = eintr.RetryErr(func() error { return unix.Mkdirat(dir, name, 0o777) }); err == nil || errors.Is(err, unix.EEXIST) {
 				next, err = openDirAt(dir, name)
 			}
 		}
@@ -102,7 +103,7 @@ func (d *Mirror) parent(rel pathpolicy.RelPath, create bool) (int, string, error
 			return -1, "", errMissing
 		}
 		if err != nil {
-			return -1, "", refuseTarget(err)
+			return -1, "", refuse(inTarget, err)
 		}
 		dir = next
 	}
@@ -126,7 +127,7 @@ func regularAt(dir int, name string) (st unix.Stat_t, missing bool, err error) {
 	case errors.Is(err, unix.ENOENT):
 		return st, true, nil
 	case err != nil:
-		return st, false, refuseTarget(err)
+		return st, false, refuse(inTarget, err)
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return st, false, notRegular(st.Mode)
 	}
@@ -136,7 +137,7 @@ func regularAt(dir int, name string) (st unix.Stat_t, missing bool, err error) {
 // lstatAt stats name in dir without following a symlink.
 func lstatAt(dir int, name string) (unix.Stat_t, error) {
 	var st unix.Stat_t
-	err := retryErr(func() error { return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
+	err := eintr.RetryErr(func() error { return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
 	return st, err
 }
 
@@ -171,17 +172,17 @@ func (d *Mirror) Compare(rel pathpolicy.RelPath, size int64, sum string) (ports.
 	case st.Size != size:
 		return ports.LocalDifferent, nil
 	}
-	fd, err := retry(func() (int, error) {
+	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
-		return 0, refuseTarget(err)
+		return 0, refuse(inTarget, err)
 	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
 	hash := sha256.New()
 	if _, err := io.Copy(hash, f); err != nil {
-		return 0, refuseTarget(err)
+		return 0, refuse(inTarget, err)
 	}
 	if hex.EncodeToString(hash.Sum(nil)) != sum {
 		return ports.LocalDifferent, nil
@@ -200,9 +201,9 @@ func (d *Mirror) Stage(rel pathpolicy.RelPath) (ports.Landing, error) {
 
 // Files lists every regular file beneath the directory.
 func (d *Mirror) Files() ([]string, error) {
-	root, err := retry(func() (int, error) { return unix.Openat(d.fd, ".", dirFlags, 0) })
+	root, err := eintr.Retry(func() (int, error) { return unix.Openat(d.fd, ".", dirFlags, 0) })
 	if err != nil {
-		return nil, refuseTarget(err)
+		return nil, refuse(inTarget, err)
 	}
 	var files []string
 	err = walk(root, "", &files)
@@ -217,7 +218,7 @@ func walk(dir int, prefix string, files *[]string) error {
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
-		return refuseTarget(err)
+		return refuse(inTarget, err)
 	}
 	for _, name := range names {
 		st, err := lstatAt(dir, name)
@@ -225,7 +226,7 @@ func walk(dir int, prefix string, files *[]string) error {
 			continue // removed meanwhile
 		}
 		if err != nil {
-			return refuseTarget(err)
+			return refuse(inTarget, err)
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
@@ -233,7 +234,7 @@ func walk(dir int, prefix string, files *[]string) error {
 		case unix.S_IFDIR:
 			sub, err := openDirAt(dir, name)
 			if err != nil {
-				return refuseTarget(err)
+				return refuse(inTarget, err)
 			}
 			if err := walk(sub, prefix+name+"/", files); err != nil {
 				return err
@@ -256,32 +257,8 @@ func (d *Mirror) Delete(rel pathpolicy.RelPath) error {
 	if _, missing, err := regularAt(dir, name); err != nil || missing {
 		return err
 	}
-	if err := retryErr(func() error { return unix.Unlinkat(dir, name, 0) }); err != nil && !errors.Is(err, unix.ENOENT) {
-		return refuseTarget(err)
+	if err := eintr.RetryErr(func() error { return unix.Unlinkat(dir, name, 0) }); err != nil && !errors.Is(err, unix.ENOENT) {
+		return refuse(inTarget, err)
 	}
 	return nil
-}
-
-// refuse turns a system call's failure into a refusal naming no path: what stands on the way,
-// or the name the filesystem rejects, is unsafe_path; anything else io_error with the
-// operating system's description.
-func refuseTarget(err error) *refusal.Refusal {
-	var errno unix.Errno
-	if !errors.As(err, &errno) {
-		return refusal.WithMessage(refusal.IOError, "The local file could not be used.").Wrapping(err)
-	}
-	var r *refusal.Refusal
-	switch errno {
-	case unix.ELOOP:
-		r = refusal.WithMessage(refusal.UnsafePath, "A symlink is on the way to this path in the target directory; nothing is written through a symlink.")
-	case unix.ENOTDIR:
-		r = refusal.WithMessage(refusal.UnsafePath, "A file that is not a directory is on the way to this path in the target directory.")
-	case unix.EISDIR, unix.ENOTEMPTY:
-		r = refusal.WithMessage(refusal.UnsafePath, "The path names a directory in the target directory; it is never replaced.")
-	case unix.ENAMETOOLONG, unix.EINVAL, unix.EILSEQ:
-		r = refusal.WithMessage(refusal.UnsafePath, "The local filesystem refuses this name: "+errno.Error()+".")
-	default:
-		r = refusal.WithMessage(refusal.IOError, "The local file could not be used: "+errno.Error()+".")
-	}
-	return r.Wrapping(err)
 }

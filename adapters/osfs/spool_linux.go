@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/adapters/internal/eintr"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -79,7 +79,7 @@ func OpenSpool(dir string) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the spool directory: %w", err)
 	}
-	fd, err := retry(func() (int, error) {
+	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -102,7 +102,7 @@ func OpenSpoolDirectory(dir *os.File) (*Spool, error) {
 	probe, err := openUnnamed(fd)
 	if err != nil {
 		unix.Close(fd)
-		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
+		if noUnnamedFiles(err) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrNoUnnamedFiles, name, err)
 		}
 		return nil, fmt.Errorf("making an unnamed file in the spool directory %s: %w", name, err)
@@ -122,7 +122,7 @@ func (d *Spool) Close() error { return unix.Close(d.fd) }
 func (d *Spool) Create() (ports.Snapshot, error) {
 	fd, err := openUnnamed(d.fd)
 	if err != nil {
-		return nil, failed("no snapshot file could be made", err)
+		return nil, failed(inSpool, "no snapshot file could be made", err)
 	}
 	return &snapshot{file: os.NewFile(uintptr(fd), "spool snapshot")}, nil
 }
@@ -130,7 +130,7 @@ func (d *Spool) Create() (ports.Snapshot, error) {
 // openUnnamed makes a new unnamed file in the directory dirfd: readable and writable by this
 // process only, and never linkable into a directory (O_EXCL).
 func openUnnamed(dirfd int) (int, error) {
-	return retry(func() (int, error) {
+	return eintr.Retry(func() (int, error) {
 		return unix.Openat(dirfd, ".", unix.O_TMPFILE|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	})
 }
@@ -147,7 +147,7 @@ type snapshot struct {
 // between, or only the read that confirms the source's end.
 func (s *snapshot) Fill(src io.Reader, n int64) (int64, error) {
 	if s.closed {
-		return 0, failed("the snapshot was closed", os.ErrClosed)
+		return 0, failed(inSpool, "the snapshot was closed", os.ErrClosed)
 	}
 	copied, err := s.copyInKernel(src, n)
 	if err == nil && copied < n {
@@ -176,13 +176,13 @@ func (s *snapshot) copyInKernel(src io.Reader, n int64) (int64, error) {
 	err = raw.Control(func(fd uintptr) {
 		for copied < n {
 			off := s.size
-			m, err := unix.CopyFileRange(int(fd), nil, dst, &off, int(min(n-copied, maxCopy)), 0)
+			m, err := eintr.Retry(func() (int, error) {
+				return unix.CopyFileRange(int(fd), nil, dst, &off, int(min(n-copied, maxCopy)), 0)
+			})
 			switch {
-			case err == unix.EINTR:
-				continue
 			case err != nil:
 				if copied > 0 || !cannotCopy(err) {
-					copyErr = failed("the snapshot could not be filled", err)
+					copyErr = failed(inSpool, "the snapshot could not be filled", err)
 				}
 				return
 			case m == 0:
@@ -193,7 +193,7 @@ func (s *snapshot) copyInKernel(src io.Reader, n int64) (int64, error) {
 		}
 	})
 	if err != nil {
-		return copied, failed("the file's descriptor could not be used", err)
+		return copied, failed(inSpool, "the file's descriptor could not be used", err)
 	}
 	return copied, copyErr
 }
@@ -222,7 +222,7 @@ func (s *snapshot) copyThrough(src io.Reader, n int64) (int64, error) {
 		m, err := src.Read((*buf)[:min(int64(len(*buf)), n-copied)])
 		if m > 0 {
 			if _, werr := s.file.WriteAt((*buf)[:m], s.size); werr != nil {
-				return copied, failed("the snapshot could not be written", werr)
+				return copied, failed(inSpool, "the snapshot could not be written", werr)
 			}
 			copied += int64(m)
 			s.size += int64(m)
@@ -260,7 +260,7 @@ func (s *snapshot) ReadAt(p []byte, off int64) (int, error) {
 // bytes. Only Content moves the file's offset; Fill and ReadAt use explicit offsets.
 func (s *snapshot) Content() io.Reader {
 	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
-		return errReader{failed("the snapshot could not be rewound", err)}
+		return errReader{failed(inSpool, "the snapshot could not be rewound", err)}
 	}
 	return &io.LimitedReader{R: s.file, N: s.size}
 }
@@ -278,16 +278,4 @@ func (s *snapshot) Close() error {
 	}
 	s.closed = true
 	return s.file.Close()
-}
-
-// failed is the io_error refusal for a spool failure: what went wrong and the operating
-// system's description of why (never a path, never an errno number), keeping the error as
-// its cause.
-func failed(what string, cause error) *refusal.Refusal {
-	detail := cause
-	var errno unix.Errno
-	if errors.As(cause, &errno) {
-		detail = errno
-	}
-	return refusal.IO(what + ": " + detail.Error()).Wrapping(cause)
 }

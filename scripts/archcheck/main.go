@@ -4,8 +4,11 @@
 //	domain/...      stdlib and domain only
 //	ports           stdlib and domain
 //	application     stdlib, domain and ports
-//	adapters/<a>/.. stdlib, domain, ports, application, its own subpackages, libraries;
-//	                never another adapter
+//	adapters/<a>/.. stdlib, domain, ports, application, its own subpackages, adapters/internal/...,
+//	                libraries; never another adapter
+//	adapters/internal/<x>
+//	                what adapters share (the EINTR retry, the outbound HTTP client): stdlib,
+//	                golang.org/x/... and domain only
 //	cmd/...         anything; it reaches the application through the root package
 //	root            the composition root; nothing but cmd/... may import it
 //
@@ -86,7 +89,13 @@ func violation(pkg, imp string) string {
 			return "application may import only the standard library, domain and ports"
 		}
 	case "adapters":
-		if own && layer(target) == "adapters" && adapterOf(target) != adapterOf(pkg) {
+		if shared(pkg) {
+			if (own && layer(target) != "domain") || (!own && !strings.HasPrefix(imp, "golang.org/x/")) {
+				return "a package under adapters/internal may import only the standard library, golang.org/x/... and domain"
+			}
+			return ""
+		}
+		if own && layer(target) == "adapters" && !shared(target) && adapterOf(target) != adapterOf(pkg) {
 			return "an adapter may not import another adapter"
 		}
 		if own && !oneOf(layer(target), "domain", "ports", "application", "adapters") {
@@ -95,6 +104,10 @@ func violation(pkg, imp string) string {
 	}
 	return ""
 }
+
+// shared reports whether pkg is one of the packages under adapters/internal/, which any adapter
+// may import: they hold what adapters share without importing one another.
+func shared(pkg string) bool { return strings.HasPrefix(pkg, "adapters/internal/") }
 
 // adapterOf returns "adapters/<name>" for a package under adapters/.
 func adapterOf(pkg string) string {

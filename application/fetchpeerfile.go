@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/resplane/resplane/domain/destination"
 	"github.com/resplane/resplane/domain/handle"
@@ -104,19 +105,20 @@ func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID strin
 			"Refused by policy: the peer is not in capabilities.peer_fetch.allow, so no connection was made; "+
 				"to fetch from this peer, add it to that list in the manifest.")
 	}
-	staged, err := u.inbox.Stage(handleID)
+	hint, hasHint := handle.PeekPath(in.Handle)
+	landing, stored, err := u.inbox.Stage(handleID, handleID+"-"+handle.SanitisedBasename(hint, hasHint))
 	if err != nil {
 		return FetchResult{}, err
 	}
 	committed := false
 	defer func() {
 		if !committed {
-			staged.Discard()
+			landing.Discard()
 		}
 	}()
 	hash := sha256.New()
 	resp, err := u.redeemer.Redeem(ctx, ports.PeerRedeemRequest{Peer: peer, Token: in.Handle, Audience: u.audience, Limit: u.limit},
-		io.MultiWriter(staged, hash))
+		io.MultiWriter(landing, hash))
 	if err != nil {
 		return FetchResult{}, err
 	}
@@ -128,9 +130,7 @@ func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID strin
 		return FetchResult{}, refusal.WithMessage(refusal.EtagMismatch,
 			"The peer's etag does not describe the bytes received; nothing was stored.")
 	}
-	hint, hasHint := handle.PeekPath(in.Handle)
-	stored, err := staged.Commit(handleID + "-" + handle.SanitisedBasename(hint, hasHint))
-	if err != nil {
+	if err := landing.Commit(time.Time{}); err != nil {
 		return FetchResult{}, err
 	}
 	committed = true

@@ -162,6 +162,12 @@ func (d *dirFD) OpenDir(name string) (resolve.Dir, error) {
 // Close closes the descriptor.
 func (d *dirFD) Close() error { return unix.Close(d.fd) }
 
+// oneName reports whether name is one path component: not empty, "." or "..", and without "/"
+// or NUL.
+func oneName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+}
+
 // readlink reads the text of the symlink fd was opened on (O_PATH|O_NOFOLLOW).
 func readlink(fd int) (string, error) {
 	for size := 256; ; size *= 2 {

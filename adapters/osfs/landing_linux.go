@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,9 +46,8 @@ func stage(dir int, name string) (ports.Landing, error) {
 		unix.Close(dir)
 		return nil, err
 	}
-	var random [8]byte
-	_, _ = rand.Read(random[:])
-	temp := ".resplane-" + hex.EncodeToString(random[:]) + ".part"
+	l := &landing{at: inTarget, dir: dir, name: name, prefix: ".resplane-"}
+	temp := l.newTempName()
 	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Openat(dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
 	})
@@ -55,59 +55,147 @@ func stage(dir int, name string) (ports.Landing, error) {
 		unix.Close(dir)
 		return nil, refuse(inTarget, err)
 	}
-	return &landing{dir: dir, temp: temp, name: name, file: os.NewFile(uintptr(fd), temp)}, nil
+	l.temp = temp
+	l.setFile(fd, temp)
+	return l, nil
 }
 
-// landing is one temp file and the directory descriptor it was created in; the rename goes
-// through that same descriptor. It is used by one goroutine.
+// procFD is where a descriptor of this process has a name; an unnamed file is linked into its
+// directory through it.
+const procFD = "/proc/self/fd/"
+
+// landing is a file being filled in a held directory and named into place through that same
+// descriptor (ports.Landing): the operator's target directory (stage) or peer-in (Inbox.Stage).
+// It is used by one goroutine.
 type landing struct {
-	dir        int
-	temp, name string
-	file       *os.File
-	done       bool
+	at      place  // inTarget or inInbox: what a failure means there
+	dir     int    // the destination's directory; closed once committed or discarded
+	name    string // the destination's name in dir, one path component
+	prefix  string // how the landing's temp names start
+	temp    string // the temp name; "" while the file has no name (O_TMPFILE)
+	syncDir bool   // flush dir once the file is named, so that the name survives a crash
+	fd      int
+	file    *os.File
+	done    bool
 }
 
+// setFile adopts fd, the file being filled.
+func (l *landing) setFile(fd int, name string) {
+	l.fd, l.file = fd, os.NewFile(uintptr(fd), name)
+}
+
+// newTempName returns a fresh temp name: the prefix, 16 random hex digits, ".part".
+func (l *landing) newTempName() string {
+	var random [8]byte
+	_, _ = rand.Read(random[:])
+	return l.prefix + hex.EncodeToString(random[:]) + ".part"
+}
+
+// Write appends to the file.
 func (l *landing) Write(p []byte) (int, error) {
 	n, err := l.file.Write(p)
 	if err != nil {
-		return n, refuse(inTarget, err)
+		return n, failed(l.at, "writing the temp file failed", err)
 	}
 	return n, nil
 }
 
-// Commit flushes the temp file, gives it modTime, and renames it over the destination.
+// Commit flushes the file, gives it modTime, names it in dir (replacing an earlier file or
+// symlink of that name, never writing through it) and, with syncDir, flushes dir. On any
+// failure neither a temp file nor a new name remains.
 func (l *landing) Commit(modTime time.Time) error {
 	if l.done {
-		return refusal.WithMessage(refusal.IOError, "The download was already landed or discarded.")
+		return failed(l.at, "the file was already landed or discarded", nil)
 	}
-	err := l.file.Sync()
-	if err == nil && !modTime.IsZero() {
-		ts := unix.NsecToTimespec(modTime.UnixNano())
-		err = unix.UtimesNanoAt(l.dir, l.temp, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW)
-	}
-	if err == nil {
-		err = l.file.Close()
-	}
-	if err == nil {
-		err = eintr.RetryErr(func() error { return unix.Renameat(l.dir, l.temp, l.dir, l.name) })
-	}
-	if err != nil {
+	if err := l.file.Sync(); err != nil {
 		l.Discard()
-		return refuse(inTarget, err)
+		return failed(l.at, "flushing the temp file failed", err)
+	}
+	if err := l.setModTime(modTime); err != nil {
+		l.Discard()
+		return failed(l.at, "setting the modification time failed", err)
+	}
+	if err := l.place(); err != nil {
+		l.Discard()
+		return failed(l.at, "moving the file into place failed", err)
 	}
 	l.done = true
-	unix.Close(l.dir)
+	defer unix.Close(l.dir)
+	if l.syncDir {
+		if err := eintr.RetryErr(func() error { return unix.Fsync(l.dir) }); err != nil {
+			unix.Unlinkat(l.dir, l.name, 0)
+			return failed(l.at, "flushing the directory failed", err)
+		}
+	}
 	return nil
 }
 
-// Discard closes and removes the temp file; after Commit or a first Discard it does nothing.
+// setModTime sets the file's access and modification times to t, unless t is zero: by its temp
+// name, never following a symlink, or, while it has none, through its descriptor's name in
+// /proc/self/fd.
+func (l *landing) setModTime(t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	ts := unix.NsecToTimespec(t.UnixNano())
+	times := []unix.Timespec{ts, ts}
+	if l.temp != "" {
+		return unix.UtimesNanoAt(l.dir, l.temp, times, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	return unix.UtimesNanoAt(unix.AT_FDCWD, procFD+strconv.Itoa(l.fd), times, 0)
+}
+
+// place gives the file its name in dir and closes it. On failure no new name remains; the
+// caller discards the file.
+func (l *landing) place() error {
+	if l.temp != "" {
+		if err := l.file.Close(); err != nil {
+			return err
+		}
+		return eintr.RetryErr(func() error { return unix.Renameat(l.dir, l.temp, l.dir, l.name) })
+	}
+	if err := l.link(); err != nil {
+		return err
+	}
+	if err := l.file.Close(); err != nil {
+		unix.Unlinkat(l.dir, l.name, 0)
+		return err
+	}
+	return nil
+}
+
+// link names the unnamed file: directly when nothing has its name, else by a link to a temp
+// name renamed over it. On failure no temp name remains.
+func (l *landing) link() error {
+	source := procFD + strconv.Itoa(l.fd)
+	linkAs := func(target string) error {
+		return eintr.RetryErr(func() error { return unix.Linkat(unix.AT_FDCWD, source, l.dir, target, unix.AT_SYMLINK_FOLLOW) })
+	}
+	err := linkAs(l.name)
+	if err != unix.EEXIST {
+		return err
+	}
+	temp := l.newTempName()
+	if err := linkAs(temp); err != nil {
+		return err
+	}
+	if err := eintr.RetryErr(func() error { return unix.Renameat(l.dir, temp, l.dir, l.name) }); err != nil {
+		unix.Unlinkat(l.dir, temp, 0)
+		return err
+	}
+	return nil
+}
+
+// Discard closes and removes the file; after Commit or a first Discard it does nothing.
 func (l *landing) Discard() {
 	if l.done {
 		return
 	}
 	l.done = true
 	l.file.Close()
-	unix.Unlinkat(l.dir, l.temp, 0)
+	if l.temp != "" {
+		unix.Unlinkat(l.dir, l.temp, 0)
+	}
 	unix.Close(l.dir)
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -84,7 +83,7 @@ func OpenSessionDir(workdir, sessionID string) (*SessionDir, error) {
 
 // openSessionDir is OpenSessionDir for a service running as uid.
 func openSessionDir(workdir, sessionID string, uid int) (*SessionDir, error) {
-	if sessionID == "" || sessionID == "." || sessionID == ".." || strings.ContainsAny(sessionID, "/\x00") {
+	if !oneName(sessionID) {
 		return nil, fmt.Errorf("the session id %q cannot name a directory", sessionID)
 	}
 	wd, err := eintr.Retry(func() (int, error) { return unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })

@@ -1,6 +1,7 @@
 // Package operatorhttp is the operator's HTTP client of one service's operator plane
 // (ports.RemoteExport): the listing and single-file reads that `resplane files` and
-// `resplane mcp --files` make (docs/operator-guide.md, "Pulling outputs").
+// `resplane mcp --files` make (docs/operator-guide.md, "Pulling outputs"). Its HTTP client is
+// the hardened one adapters/internal/httpclient builds (peerhttp's too), with the bounds below.
 //
 // What it guarantees:
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/resplane/resplane/adapters/operatorhttp"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/terminal"
-	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -71,7 +71,7 @@ func provideAgentTools(c ControlPath) ports.AgentTools {
 }
 
 // provideMCPFiles returns the operator plane's client, or none without a URL.
-func provideMCPFiles(u ServiceURL) (*application.RemoteFiles, error) {
+func provideMCPFiles(u ServiceURL) (*operator.RemoteFiles, error) {
 	if u == "" {
 		return nil, nil
 	}
@@ -79,10 +79,10 @@ func provideMCPFiles(u ServiceURL) (*application.RemoteFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	return application.NewRemoteFiles(client), nil
+	return operator.NewRemoteFiles(client), nil
 }
 
-func provideMCPServer(l MCPLaunch, tools ports.AgentTools, files *application.RemoteFiles) (*mcp.Server, error) {
+func provideMCPServer(l MCPLaunch, tools ports.AgentTools, files *operator.RemoteFiles) (*mcp.Server, error) {
 	log, err := logging.New(l.Stderr, "info", "json")
 	if err != nil {
 		return nil, err

@@ -24,6 +24,6 @@
 //
 // What it does not guarantee: it does not check what the service says. Listed paths,
 // digests, etags and refusal codes are reported as received; deciding what to trust is the
-// caller's job (application.RemoteFiles, application.Mirror). It does not authenticate the
+// caller's job (operator.RemoteFiles, operator.Mirror in application/operator). It does not authenticate the
 // service beyond TLS for https URLs.
 package operatorhttp

@@ -3,7 +3,8 @@
 //
 //	domain/...      stdlib and domain only
 //	ports           stdlib and domain
-//	application     stdlib, domain and ports
+//	application     stdlib, domain and ports; application/operator (the operator's client)
+//	                and the rest of application do not import each other
 //	adapters/<a>/.. stdlib, domain, ports, application, its own subpackages, adapters/internal/...,
 //	                libraries; never another adapter
 //	adapters/internal/<x>
@@ -88,6 +89,9 @@ func violation(pkg, imp string) string {
 		if !own || !oneOf(layer(target), "domain", "ports", "application") {
 			return "application may import only the standard library, domain and ports"
 		}
+		if layer(target) == "application" && operatorSide(pkg) != operatorSide(target) {
+			return "the service's use cases (application) and the operator's client (application/operator) do not import each other"
+		}
 	case "adapters":
 		if shared(pkg) {
 			if (own && layer(target) != "domain") || (!own && !strings.HasPrefix(imp, "golang.org/x/")) {
@@ -103,6 +107,11 @@ func violation(pkg, imp string) string {
 		}
 	}
 	return ""
+}
+
+// operatorSide reports whether pkg holds the operator's client's use cases.
+func operatorSide(pkg string) bool {
+	return pkg == "application/operator" || strings.HasPrefix(pkg, "application/operator/")
 }
 
 // shared reports whether pkg is one of the packages under adapters/internal/, which any adapter

@@ -1,4 +1,4 @@
-package application_test
+package operator_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/resplane/resplane/adapters/operatorhttp"
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/terminal"
-	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/application/operator"
 )
 
 // BenchmarkPullOverLatency pulls 100 files of 16 KiB through the real HTTP client and local
@@ -53,8 +53,8 @@ func BenchmarkPullOverLatency(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				m := application.NewMirror(application.NewRemoteFiles(client), dir, terminal.Silent{})
-				s, err := m.Pull(context.Background(), application.PullOptions{Jobs: jobs})
+				m := operator.NewMirror(operator.NewRemoteFiles(client), dir, terminal.Silent{})
+				s, err := m.Pull(context.Background(), operator.PullOptions{Jobs: jobs})
 				dir.Close()
 				if err != nil || s.Fetched != files {
 					b.Fatalf("pull: %+v, %v", s, err)

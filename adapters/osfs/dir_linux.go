@@ -127,8 +127,8 @@ func appendDirents(entries []resolve.Entry, dirfd int, buf []byte) []resolve.Ent
 		}
 		kind := kindOfDirent(typ)
 		if kind == 0 {
-			var st unix.Stat_t
-			if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			st, err := lstatAt(dirfd, name)
+			if err != nil {
 				continue // vanished since it was read
 			}
 			kind = kindOfMode(st.Mode)
@@ -162,6 +162,19 @@ func (d *dirFD) OpenDir(name string) (resolve.Dir, error) {
 // Close closes the descriptor.
 func (d *dirFD) Close() error { return unix.Close(d.fd) }
 
+// lstatAt stats name in dir without following a symlink.
+func lstatAt(dir int, name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := eintr.RetryErr(func() error { return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
+	return st, err
+}
+
+// unlinkAt removes name from dir, as a cleanup: a failure leaves at worst a temp file behind,
+// which nothing reports.
+func unlinkAt(dir int, name string) {
+	_ = eintr.RetryErr(func() error { return unix.Unlinkat(dir, name, 0) })
+}
+
 // oneName reports whether name is one path component: not empty, "." or "..", and without "/"
 // or NUL.
 func oneName(name string) bool {
@@ -172,7 +185,7 @@ func oneName(name string) bool {
 func readlink(fd int) (string, error) {
 	for size := 256; ; size *= 2 {
 		buf := make([]byte, size)
-		n, err := unix.Readlinkat(fd, "", buf)
+		n, err := eintr.Retry(func() (int, error) { return unix.Readlinkat(fd, "", buf) })
 		if err != nil {
 			return "", err
 		}

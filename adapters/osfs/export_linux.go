@@ -157,9 +157,8 @@ func openLeaf(r *resolve.Result) (ports.File, error) {
 // attributes of the inode linked there. It must be a regular file and, when the resolution
 // looked the file up, the inode it found.
 func statLeaf(r *resolve.Result) (ports.FileStat, error) {
-	parent := r.Parent.(*dirFD)
-	var st unix.Stat_t
-	if err := eintr.RetryErr(func() error { return unix.Fstatat(parent.fd, r.Name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+	st, err := lstatAt(r.Parent.(*dirFD).fd, r.Name)
+	if err != nil {
 		return ports.FileStat{}, refuse(inExport, err)
 	}
 	if err := regularFile(&st, r.Node.ID); err != nil {

@@ -214,5 +214,5 @@ func removeIfLeftOver(dir int, name string) {
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return
 	}
-	unix.Unlinkat(dir, name, 0)
+	unlinkAt(dir, name)
 }

@@ -123,7 +123,7 @@ func (l *landing) Commit(modTime time.Time) error {
 	defer unix.Close(l.dir)
 	if l.syncDir {
 		if err := eintr.RetryErr(func() error { return unix.Fsync(l.dir) }); err != nil {
-			unix.Unlinkat(l.dir, l.name, 0)
+			unlinkAt(l.dir, l.name)
 			return failed(l.at, "flushing the directory failed", err)
 		}
 	}
@@ -140,9 +140,10 @@ func (l *landing) setModTime(t time.Time) error {
 	ts := unix.NsecToTimespec(t.UnixNano())
 	times := []unix.Timespec{ts, ts}
 	if l.temp != "" {
-		return unix.UtimesNanoAt(l.dir, l.temp, times, unix.AT_SYMLINK_NOFOLLOW)
+		return eintr.RetryErr(func() error { return unix.UtimesNanoAt(l.dir, l.temp, times, unix.AT_SYMLINK_NOFOLLOW) })
 	}
-	return unix.UtimesNanoAt(unix.AT_FDCWD, procFD+strconv.Itoa(l.fd), times, 0)
+	path := procFD + strconv.Itoa(l.fd)
+	return eintr.RetryErr(func() error { return unix.UtimesNanoAt(unix.AT_FDCWD, path, times, 0) })
 }
 
 // place gives the file its name in dir and closes it. On failure no new name remains; the
@@ -158,7 +159,7 @@ func (l *landing) place() error {
 		return err
 	}
 	if err := l.file.Close(); err != nil {
-		unix.Unlinkat(l.dir, l.name, 0)
+		unlinkAt(l.dir, l.name)
 		return err
 	}
 	return nil
@@ -180,7 +181,7 @@ func (l *landing) link() error {
 		return err
 	}
 	if err := eintr.RetryErr(func() error { return unix.Renameat(l.dir, temp, l.dir, l.name) }); err != nil {
-		unix.Unlinkat(l.dir, temp, 0)
+		unlinkAt(l.dir, temp)
 		return err
 	}
 	return nil
@@ -194,7 +195,7 @@ func (l *landing) Discard() {
 	l.done = true
 	l.file.Close()
 	if l.temp != "" {
-		unix.Unlinkat(l.dir, l.temp, 0)
+		unlinkAt(l.dir, l.temp)
 	}
 	unix.Close(l.dir)
 }

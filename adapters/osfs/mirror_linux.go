@@ -134,13 +134,6 @@ func regularAt(dir int, name string) (st unix.Stat_t, missing bool, err error) {
 	return st, false, nil
 }
 
-// lstatAt stats name in dir without following a symlink.
-func lstatAt(dir int, name string) (unix.Stat_t, error) {
-	var st unix.Stat_t
-	err := eintr.RetryErr(func() error { return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
-	return st, err
-}
-
 // notRegular is the refusal for a destination that exists as something else.
 func notRegular(mode uint32) *refusal.Refusal {
 	what := "something that is not a regular file"

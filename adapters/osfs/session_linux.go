@@ -123,8 +123,7 @@ func makeOpenDir(dirfd int, name, path, what string) (int, error) {
 	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 		// O_DIRECTORY reports a symlink as ENOTDIR; tell the two apart for the message.
 		problem := "is not a directory"
-		var st unix.Stat_t
-		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if st, err := lstatAt(dirfd, name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			problem = "is a symlink"
 		}
 		return -1, &UnsafeError{What: what, Path: path, Problem: problem, Fix: removeIt}

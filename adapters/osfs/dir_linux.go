@@ -2,6 +2,8 @@ package osfs
 
 import (
 	"encoding/binary"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -161,6 +163,20 @@ func (d *dirFD) OpenDir(name string) (resolve.Dir, error) {
 
 // Close closes the descriptor.
 func (d *dirFD) Close() error { return unix.Close(d.fd) }
+
+// createDir creates the directory at path (mode perm, with its parents) when it is missing and
+// opens it with O_RDONLY|O_DIRECTORY and flags, by name: path is the operator's choice. The
+// error names what and the path; it is meant for the operator.
+func createDir(path string, perm os.FileMode, flags int, what string) (int, error) {
+	if err := os.MkdirAll(path, perm); err != nil {
+		return -1, fmt.Errorf("creating %s: %w", what, err)
+	}
+	fd, err := eintr.Retry(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|flags, 0) })
+	if err != nil {
+		return -1, fmt.Errorf("opening %s %s: %w", what, path, err)
+	}
+	return fd, nil
+}
 
 // lstatAt stats name in dir without following a symlink.
 func lstatAt(dir int, name string) (unix.Stat_t, error) {

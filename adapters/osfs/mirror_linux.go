@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 
@@ -62,12 +61,9 @@ var _ ports.LocalMirror = (*Mirror)(nil)
 // OpenMirror creates path (and its parents) when it is missing and opens it. The error names
 // the path; it is meant for the operator.
 func OpenMirror(path string) (*Mirror, error) {
-	if err := os.MkdirAll(path, 0o777); err != nil {
-		return nil, fmt.Errorf("creating the target directory: %w", err)
-	}
-	fd, err := eintr.Retry(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+	fd, err := createDir(path, 0o777, 0, "the target directory")
 	if err != nil {
-		return nil, fmt.Errorf("opening the target directory %s: %w", path, err)
+		return nil, err
 	}
 	return &Mirror{fd: fd}, nil
 }

@@ -167,12 +167,9 @@ func (s *SessionDir) OpenDir(path string) (*os.File, error) {
 		}
 		return os.NewFile(uintptr(fd), s.Path()), nil
 	}
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the directory %s: %w", path, err)
-	}
-	fd, err := eintr.Retry(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+	fd, err := createDir(path, 0o700, 0, "the directory")
 	if err != nil {
-		return nil, fmt.Errorf("opening the directory %s: %w", path, err)
+		return nil, err
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }

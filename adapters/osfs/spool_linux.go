@@ -76,14 +76,9 @@ var _ ports.Spool = (*Spool)(nil)
 // symlink, and hands it to OpenSpoolDirectory. The error names the path; it is meant for the
 // operator at startup. The caller must Close the Spool.
 func OpenSpool(dir string) (*Spool, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the spool directory: %w", err)
-	}
-	fd, err := eintr.Retry(func() (int, error) {
-		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	})
+	fd, err := createDir(dir, 0o700, unix.O_NOFOLLOW, "the spool directory")
 	if err != nil {
-		return nil, fmt.Errorf("opening the spool directory %s: %w", dir, err)
+		return nil, err
 	}
 	return OpenSpoolDirectory(os.NewFile(uintptr(fd), dir))
 }

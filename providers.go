@@ -28,7 +28,6 @@ import (
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/adapters/prometheus"
-	"github.com/resplane/resplane/adapters/spool"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
@@ -108,9 +107,9 @@ func provideSpool(p Paths, logger zerolog.Logger, session *osfs.SessionDir) (por
 	if err != nil {
 		return nil, nil, err
 	}
-	dir, err := spool.OpenDirectory(opened)
+	dir, err := osfs.OpenSpoolDirectory(opened)
 	switch {
-	case errors.Is(err, spool.ErrNoUnnamedFiles):
+	case errors.Is(err, osfs.ErrNoUnnamedFiles):
 		logger.Warn().Err(err).Msg("no spool: every read is buffered in memory, within --read-buffer-budget; " +
 			"give --spool-dir a directory on a local filesystem such as ext4, XFS, btrfs or tmpfs")
 		return nil, func() {}, nil

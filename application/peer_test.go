@@ -304,16 +304,19 @@ type memInbox struct {
 }
 
 type memStaged struct {
-	in  *memInbox
-	buf bytes.Buffer
+	in   *memInbox
+	name string
+	buf  bytes.Buffer
 }
 
-func (in *memInbox) Stage(string) (ports.StagedFile, error) { return &memStaged{in: in}, nil }
-func (s *memStaged) Write(p []byte) (int, error)            { return s.buf.Write(p) }
-func (s *memStaged) Discard()                               { s.in.discarded++ }
-func (s *memStaged) Commit(name string) (string, error) {
-	s.in.stored[name] = s.buf.Bytes()
-	return "peer-in/" + name, nil
+func (in *memInbox) Stage(_, name string) (ports.Landing, string, error) {
+	return &memStaged{in: in, name: name}, "peer-in/" + name, nil
+}
+func (s *memStaged) Write(p []byte) (int, error) { return s.buf.Write(p) }
+func (s *memStaged) Discard()                    { s.in.discarded++ }
+func (s *memStaged) Commit(time.Time) error {
+	s.in.stored[s.name] = s.buf.Bytes()
+	return nil
 }
 
 func TestFetchStoresOnlyAVerifiedWholeFile(t *testing.T) {

@@ -2,7 +2,7 @@
 // package of the module with its direct imports and fails when one points the wrong way.
 //
 //	domain/...      stdlib and domain only
-//	ports           stdlib and domain
+//	ports           stdlib, domain and ports
 //	application     stdlib, domain and ports; application/operator (the operator's client)
 //	                and the rest of application do not import each other
 //	adapters/<a>/.. stdlib, domain, ports, application, its own subpackages, adapters/internal/...,
@@ -83,7 +83,7 @@ func violation(pkg, imp string) string {
 		}
 	case "ports":
 		if !own || (layer(target) != "domain" && layer(target) != "ports") {
-			return "ports may import only the standard library and domain"
+			return "ports may import only the standard library, domain and ports"
 		}
 	case "application":
 		if !own || !oneOf(layer(target), "domain", "ports", "application") {

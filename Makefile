@@ -7,16 +7,27 @@ PKG       := ./...
 DEMO      := examples/demo
 LISTEN    ?= 127.0.0.1:8080
 IMAGE     ?= resplane:dev
+PREFIX    ?= /usr/local
+TEST_LOG  := bin/test.log
+
+# make test pipes go test into tee and must fail when go test does.
+SHELL       := bash
+.SHELLFLAGS := -o pipefail -c
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test test-short test-large lint fmt arch wire wire-check bench bench-ratios bench-nginx bench-proof bench-observability bench-listing load image fuzz clean
+.PHONY: help build install run test race-toolchain test-short test-large lint fmt arch wire wire-check bench bench-ratios bench-nginx bench-proof bench-observability bench-listing load image fuzz clean
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build the binary into bin/resplane.
 	$(GO) build -trimpath -o $(BIN) ./cmd/resplane
+
+install: build ## Install the binary as PREFIX/bin/resplane (default PREFIX=/usr/local) and print its path.
+	install -d $(PREFIX)/bin
+	install -m 0755 $(BIN) $(PREFIX)/bin/resplane
+	@echo "installed $(abspath $(PREFIX))/bin/resplane"
 
 run: build ## Serve the bundled demo capsule on 127.0.0.1:8080.
 	@echo "Serving $(DEMO)/murmur.yaml on http://$(LISTEN) — try:"
@@ -26,8 +37,17 @@ run: build ## Serve the bundled demo capsule on 127.0.0.1:8080.
 	@echo "Stop with Ctrl-C."
 	$(BIN) serve --manifest $(DEMO)/murmur.yaml --workdir $(DEMO)/workdir --listen $(LISTEN) --log-format console
 
-test: arch wire-check ## Check the architecture and wire_gen.go, then run every test with the race detector (what CI runs).
-	$(GO) test -race -count=1 $(PKG)
+test: race-toolchain arch wire-check ## Check the layers and wire_gen.go, run every test with the race detector (what CI runs), print the slowest packages.
+	@mkdir -p $(dir $(TEST_LOG))
+	$(GO) test -race -count=1 $(PKG) 2>&1 | tee $(TEST_LOG)
+	@echo "Slowest packages:"; grep -E '^ok' $(TEST_LOG) | sort -t$$'\t' -k3 -rn | head -5 | awk -F'\t' '{printf "  %-10s %s\n", $$3, $$2}'
+
+# The race detector needs cgo, and so a C compiler: say so before go test fails with
+# "-race requires cgo".
+race-toolchain:
+	@cc=$$($(GO) env CC); if ! command -v "$$cc" >/dev/null 2>&1; then \
+		echo "make test: the race detector needs a C compiler ($$cc, from 'go env CC'), and none is installed;"; \
+		echo "install one (Debian, Ubuntu: apt-get install -y gcc), or run 'make test-short' without the race detector"; exit 2; fi
 
 test-short: ## Run the tests without the race detector.
 	$(GO) test -count=1 $(PKG)

@@ -5,12 +5,12 @@ import (
 	"os"
 
 	"github.com/resplane/resplane/adapters/control"
-	"github.com/resplane/resplane/adapters/localfs"
 	"github.com/resplane/resplane/adapters/logging"
 	"github.com/resplane/resplane/adapters/mcp"
 	"github.com/resplane/resplane/adapters/operatorhttp"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/terminal"
-	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -37,8 +37,8 @@ func provideOperatorClient(u ServiceURL) (*operatorhttp.Client, error) {
 	return operatorhttp.New(string(u), operatorhttp.Options{})
 }
 
-func provideMirrorDir(d MirrorDir) (*localfs.Dir, func(), error) {
-	dir, err := localfs.Open(string(d))
+func provideMirrorDir(d MirrorDir) (*osfs.Mirror, func(), error) {
+	dir, err := osfs.OpenMirror(string(d))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -71,7 +71,7 @@ func provideAgentTools(c ControlPath) ports.AgentTools {
 }
 
 // provideMCPFiles returns the operator plane's client, or none without a URL.
-func provideMCPFiles(u ServiceURL) (*application.RemoteFiles, error) {
+func provideMCPFiles(u ServiceURL) (*operator.RemoteFiles, error) {
 	if u == "" {
 		return nil, nil
 	}
@@ -79,10 +79,10 @@ func provideMCPFiles(u ServiceURL) (*application.RemoteFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	return application.NewRemoteFiles(client), nil
+	return operator.NewRemoteFiles(client), nil
 }
 
-func provideMCPServer(l MCPLaunch, tools ports.AgentTools, files *application.RemoteFiles) (*mcp.Server, error) {
+func provideMCPServer(l MCPLaunch, tools ports.AgentTools, files *operator.RemoteFiles) (*mcp.Server, error) {
 	log, err := logging.New(l.Stderr, "info", "json")
 	if err != nil {
 		return nil, err

@@ -119,51 +119,11 @@ type Observability struct {
 	OTelEndpoint string
 }
 
-// declaredPlanes lists m's declared planes in the documented order (docs/http-api.md,
-// "The agent card").
-func declaredPlanes(m manifest.Manifest) []string {
-	planes := []string{}
-	if m.Files != nil {
-		planes = append(planes, "files")
-	}
-	if m.PeerFiles != nil {
-		planes = append(planes, "peer_files")
-	}
-	return planes
-}
-
-// peerProofState is the ready line's and the status's "peer_proof" (docs/peer-plane.md,
-// "Proof of possession"): "required" under --peer-proof required; "bound" under auto when a
-// peer-plane grant is declared, so that this capsule binds handles for keyed peers, or
-// advertises a key and proves with it, or both; "none" otherwise.
-func peerProofState(m manifest.Manifest, mode proof.Mode) string {
-	switch {
-	case mode == proof.Required:
-		return "required"
-	case mode == proof.Auto && (m.PeerFiles != nil || m.PeerFetch != nil):
-		return "bound"
-	default:
-		return "none"
-	}
-}
-
-// RunLaunchChecks runs the launch checks that follow decoding the manifest (E-CAP-008, then
+// runLaunchChecks runs the launch checks that follow decoding the manifest (E-CAP-008, then
 // E-CAP-007) against the real filesystem and returns the effective grants. It creates nothing,
 // so check and serve share it.
-func RunLaunchChecks(m manifest.Manifest, afterTaskOverride manifest.AfterTask, workdir string) (application.Grants, *diag.Diagnostic) {
+func runLaunchChecks(m manifest.Manifest, afterTaskOverride manifest.AfterTask, workdir string) (application.Grants, *diag.Diagnostic) {
 	return application.NewLaunchChecks(osfs.Locator{}).Run(application.LaunchInput{
 		Manifest: m, AfterTaskOverride: afterTaskOverride, Workdir: workdir,
 	})
-}
-
-// declaredRoots maps the export-root fields m declares to their roots.
-func declaredRoots(m manifest.Manifest) map[string]string {
-	roots := map[string]string{}
-	if m.Files != nil {
-		roots["exports.files.root"] = m.Files.Root.String()
-	}
-	if m.PeerFiles != nil {
-		roots["exports.peer_files.root"] = m.PeerFiles.Root.String()
-	}
-	return roots
 }

@@ -87,12 +87,14 @@ func provideTraceFanout(file *jsonl.File, id Identity, clk *clock.System, metric
 	if metrics != nil {
 		// Counters in memory, updated without waiting on a scrape: inline, no queue.
 		extras = append(extras, fanout.Extra{Name: sinkPrometheus, Sink: metrics, Inline: true})
+		metrics.ExportSink(sinkPrometheus, prometheus.SinkFailed)
 	}
 	if spans != nil {
 		// The spans' one queue, shaped by the OTEL_BSP_* variables: its goroutine is woken
 		// once per batch, and the end of a batch (fanout.Flusher) is an export.
 		b := spans.Batching()
 		extras = append(extras, fanout.Extra{Name: sinkOTel, Sink: spans, QueueSize: b.QueueSize, Batch: b.BatchSize, Delay: b.Delay})
+		metrics.ExportSink(sinkOTel, prometheus.QueueFull, prometheus.SinkFailed, prometheus.ExportFailed)
 	}
 	var dropped atomic.Int64
 	sink := fanout.New(file, fanout.Config{

@@ -74,7 +74,7 @@ func OpenLaunch(s config.Settings, getenv func(string) string, stderr io.Writer)
 	if err != nil {
 		return Launch{}, err
 	}
-	if _, d := RunLaunchChecks(m, s.AfterTask, workdir); d != nil {
+	if _, d := runLaunchChecks(m, s.AfterTask, workdir); d != nil {
 		return Launch{}, d
 	}
 	sizes, err := budget.Plan(m, s.ReadBufferBudget.Int64(), s.SpoolBudget.Int64())
@@ -207,7 +207,7 @@ func Check(manifestPath string, afterTask manifest.AfterTask, workdir string, st
 	if d != nil {
 		return nil, d
 	}
-	grants, d := RunLaunchChecks(m, afterTask, workdir)
+	grants, d := runLaunchChecks(m, afterTask, workdir)
 	if d != nil {
 		return nil, d
 	}

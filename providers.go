@@ -29,7 +29,6 @@ import (
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/adapters/prometheus"
-	"github.com/resplane/resplane/adapters/spool"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
@@ -110,9 +109,9 @@ func provideSpool(p Paths, logger zerolog.Logger, session *osfs.SessionDir) (por
 	if err != nil {
 		return nil, nil, err
 	}
-	dir, err := spool.OpenDirectory(opened)
+	dir, err := osfs.OpenSpoolDirectory(opened)
 	switch {
-	case errors.Is(err, spool.ErrNoUnnamedFiles):
+	case errors.Is(err, osfs.ErrNoUnnamedFiles):
 		logger.Warn().Err(err).Msg("no spool: every read is buffered in memory, within --read-buffer-budget; " +
 			"give --spool-dir a directory on a local filesystem such as ext4, XFS, btrfs or tmpfs")
 		return nil, func() {}, nil
@@ -258,23 +257,9 @@ func provideRedeemer(roots *x509.CertPool) *peerhttp.Redeemer {
 	return peerhttp.NewRedeemer(peerhttp.RedeemOptions{Roots: roots})
 }
 
-func filesPlane(m manifest.Manifest) *application.ExportPlane {
-	if f := m.Files; f != nil {
-		return &application.ExportPlane{Root: f.Root.String(), MaxBytes: f.MaxBytes.Int64()}
-	}
-	return nil
-}
-
-func peerPlane(m manifest.Manifest) *application.ExportPlane {
-	if p := m.PeerFiles; p != nil {
-		return &application.ExportPlane{Root: p.Root.String(), MaxBytes: p.MaxBytes.Int64()}
-	}
-	return nil
-}
-
 func provideFiles(m manifest.Manifest, session application.Session, fs ports.ExportFS, reader *application.Reader,
 	clk ports.Clock, sink ports.TraceSink) *application.Files {
-	return application.NewFiles(filesPlane(m), session, fs, reader, clk, sink)
+	return application.NewFiles(application.FilesPlane(m), session, fs, reader, clk, sink)
 }
 
 // provideProofs is how the peer plane proves possession, as --peer-proof says.
@@ -284,17 +269,17 @@ func provideProofs(network Network, verifier ports.ProofVerifier) application.Pr
 
 func provideRedeem(m manifest.Manifest, issuer application.PeerIssuer, proofs application.Proofs, session application.Session,
 	fs ports.ExportFS, reader *application.Reader, clk ports.Clock, sink ports.TraceSink) *application.Redeem {
-	return application.NewRedeem(peerPlane(m), issuer, proofs, session, fs, reader, clk, sink)
+	return application.NewRedeem(application.PeerPlane(m), issuer, proofs, session, fs, reader, clk, sink)
 }
 
 func provideRotateKey(m manifest.Manifest, issuer application.PeerIssuer, clk ports.Clock, sink ports.TraceSink) *application.RotateKey {
-	return application.NewRotateKey(peerPlane(m), issuer, clk, sink)
+	return application.NewRotateKey(application.PeerPlane(m), issuer, clk, sink)
 }
 
 // provideShareFile returns nil when exports.peer_files is not declared: the tool does not exist.
 func provideShareFile(m manifest.Manifest, issuer application.PeerIssuer, proofs application.Proofs, session application.Session,
 	fs ports.ExportFS, cards ports.CardFetcher, nonces ports.NonceSource, clk ports.Clock, sink ports.TraceSink) *application.ShareFile {
-	plane := peerPlane(m)
+	plane := application.PeerPlane(m)
 	if plane == nil {
 		return nil
 	}
@@ -314,21 +299,19 @@ func provideFetchPeerFile(m manifest.Manifest, network Network, lim Limits, prov
 // provideTools lists the tools the control API offers, for the ready line and session_start.
 func provideTools(api *control.API) []string { return api.Tools() }
 
-// provideAgentCard renders our card. Unless --peer-proof is off, it carries the peer-plane
-// extension: the key prover proves with, and the exports.peer_files limits
-// (docs/peer-plane.md, "Proof of possession").
+// provideAgentCard renders our card, with the key prover proves with and the
+// exports.peer_files limits for its peer-plane extension (docs/peer-plane.md, "Proof of
+// possession").
 func provideAgentCard(m manifest.Manifest, id Identity, network Network, prover ports.Prover) httpapi.AgentCard {
 	card := httpapi.Identity{
 		Name: m.Name, Version: m.Version, URL: network.AdvertiseURL,
-		SessionID: id.SessionID, Planes: declaredPlanes(m),
+		SessionID: id.SessionID, Planes: m.Planes(), PeerProof: network.PeerProof,
 	}
-	if network.PeerProof != proof.Off {
-		if prover != nil {
-			card.ProofKey = prover.PublicKey()
-		}
-		if p := m.PeerFiles; p != nil {
-			card.PeerFiles = &httpapi.PeerFilesLimits{MaxBytes: p.MaxBytes.Int64(), MaxTTLMs: p.MaxTTL.Milliseconds()}
-		}
+	if prover != nil {
+		card.ProofKey = prover.PublicKey()
+	}
+	if p := m.PeerFiles; p != nil {
+		card.PeerFiles = &httpapi.PeerFilesLimits{MaxBytes: p.MaxBytes.Int64(), MaxTTLMs: p.MaxTTL.Milliseconds()}
 	}
 	return httpapi.NewAgentCard(card)
 }
@@ -396,9 +379,9 @@ func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, ne
 	share *application.ShareFile, fetch *application.FetchPeerFile, rotate *application.RotateKey, logger zerolog.Logger,
 	confined landlock.Result) *control.API {
 	status := control.Status{
-		SessionID: id.SessionID, Containment: c.String(), Planes: declaredPlanes(m),
+		SessionID: id.SessionID, Containment: c.String(), Planes: m.Planes(),
 		Audience: network.Audience, URL: network.AdvertiseURL, Confinement: confined.String(),
-		PeerProof: peerProofState(m, network.PeerProof), TLS: network.TLS != nil,
+		PeerProof: proof.State(network.PeerProof, m.DeclaresPeerPlane()), TLS: network.TLS != nil,
 	}
 	return control.NewAPI(status, tasks, share, fetch, rotate, logger)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/domain/proof"
 	"github.com/resplane/resplane/domain/trace"
 )
 
@@ -57,7 +58,7 @@ type ReadyLine struct {
 	Tools       []string `json:"tools"`
 	// Metrics is the metrics listener's bound address, null when --metrics-listen is not given.
 	Metrics *string `json:"metrics"`
-	// PeerProof is "bound", "required" or "none" (peerProofState).
+	// PeerProof is "bound", "required" or "none" (proof.State).
 	PeerProof string `json:"peer_proof"`
 	// TLS is whether the resource listener serves TLS.
 	TLS bool `json:"tls"`
@@ -71,7 +72,7 @@ type ReadyLine struct {
 // The returned error is nil after a graceful shutdown.
 func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	l := s.launch
-	planes := declaredPlanes(l.Manifest)
+	planes := l.Manifest.Planes()
 	s.trace.Start(trace.SessionStart{
 		Capsule: l.Manifest.Name, Version: l.Manifest.Version, Containment: l.Containment.String(),
 		Planes: planes, Tools: s.tools, Workdir: l.Paths.Workdir,
@@ -92,7 +93,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		Event: "ready", SessionID: l.Identity.SessionID, Listen: l.Listener.Addr().String(), URL: l.Network.AdvertiseURL,
 		Audience: l.Network.Audience, Control: l.Paths.ControlPath, Trace: l.Paths.TracePath, Workdir: l.Paths.Workdir,
 		Containment: l.Containment.String(), Confinement: s.confined.String(), Planes: planes, Tools: s.tools,
-		Metrics: metricsAddr, PeerProof: peerProofState(l.Manifest, l.Network.PeerProof),
+		Metrics: metricsAddr, PeerProof: proof.State(l.Network.PeerProof, l.Manifest.DeclaresPeerPlane()),
 		TLS: l.Network.TLS != nil,
 	})
 	if err != nil {
@@ -149,7 +150,7 @@ func (s *Service) describeWorkdir() {
 	if s.workdirCreated {
 		l.Log.Info().Str("workdir", l.Paths.Workdir).Msg("created the workdir: it did not exist")
 	}
-	for field, root := range declaredRoots(l.Manifest) {
+	for field, root := range l.Manifest.Roots() {
 		if _, err := os.Lstat(filepath.Join(l.Paths.Workdir, root)); errors.Is(err, os.ErrNotExist) {
 			l.Log.Info().Str("field", field).Str("root", root).
 				Msg("this export root does not exist yet in the workdir: it lists no file until it is created")

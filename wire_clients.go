@@ -6,10 +6,10 @@ import (
 	"github.com/google/wire"
 
 	"github.com/resplane/resplane/adapters/control"
-	"github.com/resplane/resplane/adapters/localfs"
 	"github.com/resplane/resplane/adapters/mcp"
 	"github.com/resplane/resplane/adapters/operatorhttp"
-	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/adapters/osfs"
+	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -17,25 +17,25 @@ import (
 var operatorSet = wire.NewSet(
 	provideOperatorClient,
 	wire.Bind(new(ports.RemoteExport), new(*operatorhttp.Client)),
-	application.NewRemoteFiles,
+	operator.NewRemoteFiles,
 )
 
 // InitializeRemoteFiles assembles `resplane files ls` and `get`: the operator-plane client of
 // the service at u. The error is a URL the client cannot use.
-func InitializeRemoteFiles(u ServiceURL) (*application.RemoteFiles, error) {
+func InitializeRemoteFiles(u ServiceURL) (*operator.RemoteFiles, error) {
 	wire.Build(operatorSet)
 	return nil, nil
 }
 
 // InitializeMirror assembles `resplane files pull`. The cleanup closes the target directory.
-func InitializeMirror(l PullLaunch) (*application.Mirror, func(), error) {
+func InitializeMirror(l PullLaunch) (*operator.Mirror, func(), error) {
 	wire.Build(
 		wire.FieldsOf(new(PullLaunch), "URL", "Dir", "Stderr"),
 		operatorSet,
 		provideMirrorDir,
-		wire.Bind(new(ports.LocalMirror), new(*localfs.Dir)),
+		wire.Bind(new(ports.LocalMirror), new(*osfs.Mirror)),
 		provideProgress,
-		application.NewMirror,
+		operator.NewMirror,
 	)
 	return nil, nil, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/peerhttp"
 	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -262,32 +263,32 @@ var (
 
 // InitializeRemoteFiles assembles `resplane files ls` and `get`: the operator-plane client of
 // the service at u. The error is a URL the client cannot use.
-func InitializeRemoteFiles(u ServiceURL) (*application.RemoteFiles, error) {
+func InitializeRemoteFiles(u ServiceURL) (*operator.RemoteFiles, error) {
 	client, err := provideOperatorClient(u)
 	if err != nil {
 		return nil, err
 	}
-	remoteFiles := application.NewRemoteFiles(client)
+	remoteFiles := operator.NewRemoteFiles(client)
 	return remoteFiles, nil
 }
 
 // InitializeMirror assembles `resplane files pull`. The cleanup closes the target directory.
-func InitializeMirror(l PullLaunch) (*application.Mirror, func(), error) {
+func InitializeMirror(l PullLaunch) (*operator.Mirror, func(), error) {
 	serviceURL := l.URL
 	client, err := provideOperatorClient(serviceURL)
 	if err != nil {
 		return nil, nil, err
 	}
-	remoteFiles := application.NewRemoteFiles(client)
+	remoteFiles := operator.NewRemoteFiles(client)
 	mirrorDir := l.Dir
-	dir, cleanup, err := provideMirrorDir(mirrorDir)
+	mirror, cleanup, err := provideMirrorDir(mirrorDir)
 	if err != nil {
 		return nil, nil, err
 	}
 	file := l.Stderr
 	progress := provideProgress(file)
-	mirror := application.NewMirror(remoteFiles, dir, progress)
-	return mirror, func() {
+	operatorMirror := operator.NewMirror(remoteFiles, mirror, progress)
+	return operatorMirror, func() {
 		cleanup()
 	}, nil
 }
@@ -378,5 +379,5 @@ var edgeSet = wire.NewSet(
 
 // operatorSet provides the client of a service's operator plane.
 var operatorSet = wire.NewSet(
-	provideOperatorClient, wire.Bind(new(ports.RemoteExport), new(*operatorhttp.Client)), application.NewRemoteFiles,
+	provideOperatorClient, wire.Bind(new(ports.RemoteExport), new(*operatorhttp.Client)), operator.NewRemoteFiles,
 )

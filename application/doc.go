@@ -1,5 +1,8 @@
-// Package application holds resplane's use cases: list and read on the operator plane, redeem
-// on the peer plane, the two agent tools, the end of a task and the launch checks.
+// Package application holds the service's use cases: list and read on the operator plane
+// (Files, Reader), redeem on the peer plane (Redeem), the two agent tools (ShareFile,
+// FetchPeerFile), the end of a task (Tasks) and the launch checks (LaunchChecks). The use cases
+// of the operator's client, which talks to a running service from outside, are in
+// application/operator.
 //
 // Use cases take everything from the outside world through ports: time from a Clock, files
 // from an ExportFS, keys and nonces from their sources, and they report through a TraceSink.

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/resplane/resplane/domain/destination"
 	"github.com/resplane/resplane/domain/handle"
@@ -68,21 +69,6 @@ func (r FetchResult) Summary() string {
 // handleChars is the alphabet a handle may use; anything else never goes onto a request line.
 var handleChars = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
-// foreignCodeChars bounds what we accept from another party (a peer, or the service a client
-// talks to) as an error code, so a hostile one cannot put arbitrary text into our trace,
-// answers or output.
-var foreignCodeChars = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
-// foreignCode is the outcome of another party's non-200 answer: its own error code when its
-// body carried a plausible one (never "ok", which would read as a success), else
-// http_<status>. A redirect is never followed and is always http_<status>.
-func foreignCode(status int, code string) string {
-	if status/100 != 3 && foreignCodeChars.MatchString(code) && code != trace.OutcomeOK {
-		return code
-	}
-	return "http_" + strconv.Itoa(status)
-}
-
 // Fetch runs the tool. Invalid input is refused invalid_input and not traced; every later
 // outcome is traced as a peer_file_fetch event.
 func (u *FetchPeerFile) Fetch(ctx context.Context, in FetchInput) (FetchResult, error) {
@@ -106,16 +92,18 @@ func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID strin
 	peer, err := destination.ParsePeer(in.Peer)
 	if err != nil || !destination.AnyMatches(u.allow, peer) {
 		return FetchResult{}, refusal.WithMessage(refusal.PeerNotAllowed,
-			"The peer is not in capabilities.peer_fetch.allow; no connection was made.")
+			"Refused by policy: the peer is not in capabilities.peer_fetch.allow, so no connection was made; "+
+				"to fetch from this peer, add it to that list in the manifest.")
 	}
-	staged, err := u.inbox.Stage(handleID)
+	hint, hasHint := handle.PeekPath(in.Handle)
+	landing, stored, err := u.inbox.Stage(handleID, handleID+"-"+handle.SanitisedBasename(hint, hasHint))
 	if err != nil {
 		return FetchResult{}, err
 	}
 	committed := false
 	defer func() {
 		if !committed {
-			staged.Discard()
+			landing.Discard()
 		}
 	}()
 	req := ports.PeerRedeemRequest{Peer: peer, Token: in.Handle, Audience: u.audience, Limit: u.limit}
@@ -123,7 +111,7 @@ func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID strin
 		return FetchResult{}, err
 	}
 	hash := sha256.New()
-	resp, err := u.redeemer.Redeem(ctx, req, io.MultiWriter(staged, hash))
+	resp, err := u.redeemer.Redeem(ctx, req, io.MultiWriter(landing, hash))
 	if err != nil {
 		return FetchResult{}, err
 	}
@@ -135,9 +123,7 @@ func (u *FetchPeerFile) fetch(ctx context.Context, in FetchInput, handleID strin
 		return FetchResult{}, refusal.WithMessage(refusal.EtagMismatch,
 			"The peer's etag does not describe the bytes received; nothing was stored.")
 	}
-	hint, hasHint := handle.PeekPath(in.Handle)
-	stored, err := staged.Commit(handleID + "-" + handle.SanitisedBasename(hint, hasHint))
-	if err != nil {
+	if err := landing.Commit(time.Time{}); err != nil {
 		return FetchResult{}, err
 	}
 	committed = true
@@ -159,8 +145,8 @@ func (u *FetchPeerFile) prove(peer destination.Peer, token string) (string, erro
 	return p, nil
 }
 
-// peerRefusal turns a peer's non-200 answer into our outcome (foreignCode).
+// peerRefusal turns a peer's non-200 answer into our outcome (refusal.Foreign).
 func peerRefusal(resp ports.PeerRedeemResponse) error {
-	code := foreignCode(resp.Status, resp.ErrorCode)
-	return refusal.WithMessage(refusal.Code(code), "The peer refused the redeem ("+code+"); nothing was stored.")
+	code := refusal.Foreign(resp.Status, resp.ErrorCode)
+	return refusal.WithMessage(code, "The peer refused the redeem ("+string(code)+"); nothing was stored.")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
+	"github.com/resplane/resplane/domain/manifest"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/domain/trace"
@@ -24,6 +25,22 @@ const ServedMethod = "GET"
 type ExportPlane struct {
 	Root     string
 	MaxBytes int64
+}
+
+// FilesPlane is m's exports.files, nil when it is not declared.
+func FilesPlane(m manifest.Manifest) *ExportPlane {
+	if f := m.Files; f != nil {
+		return &ExportPlane{Root: f.Root.String(), MaxBytes: f.MaxBytes.Int64()}
+	}
+	return nil
+}
+
+// PeerPlane is m's exports.peer_files, nil when it is not declared.
+func PeerPlane(m manifest.Manifest) *ExportPlane {
+	if p := m.PeerFiles; p != nil {
+		return &ExportPlane{Root: p.Root.String(), MaxBytes: p.MaxBytes.Int64()}
+	}
+	return nil
 }
 
 // Session is what every use case reports as provenance: the generation counter shared by both

@@ -267,6 +267,33 @@ func TestATTLOfZeroMintsAnExpiredHandle(t *testing.T) {
 	}
 }
 
+func TestASummarySaysWhenTheTTLWasShortened(t *testing.T) {
+	for _, tc := range []struct {
+		rule      string
+		in        application.ShareInput
+		expiresIn time.Duration
+		says      bool
+	}{
+		{"no ttl: max_ttl, nothing to say", application.ShareInput{}, time.Hour, false},
+		{"a ttl within max_ttl is kept, nothing to say", application.ShareInput{TTL: "15m", HasTTL: true}, 15 * time.Minute, false},
+		{"a ttl of exactly max_ttl is not shortened", application.ShareInput{TTL: "1h", HasTTL: true}, time.Hour, false},
+		{"a longer ttl is shortened to max_ttl, and the summary says so", application.ShareInput{TTL: "2d", HasTTL: true}, time.Hour, true},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			w := newWorld(t, containment.Sealed)
+			w.write(t, "out/handoff/report.md", "r")
+			tc.in.Path, tc.in.Peer = "report.md", "localhost:1"
+			result, err := newShare(t, w, &fakeCards{card: ports.PeerCard{Name: "b", URL: "http://localhost:1"}}).Share(context.Background(), tc.in)
+			if err != nil || result.ExpiresAtMs != epoch.Add(tc.expiresIn).UnixMilli() {
+				t.Fatalf("Share = %+v, %v; want it to expire in %v", result, err, tc.expiresIn)
+			}
+			if says := strings.Contains(result.Summary(), "longer than max_ttl, so the handle expires after 1h0m0s"); says != tc.says {
+				t.Errorf("summary %q: says it was shortened = %v, want %v", result.Summary(), says, tc.says)
+			}
+		})
+	}
+}
+
 // fakeRedeemer answers with resp and body, or err.
 type fakeRedeemer struct {
 	resp  ports.PeerRedeemResponse
@@ -294,16 +321,19 @@ type memInbox struct {
 }
 
 type memStaged struct {
-	in  *memInbox
-	buf bytes.Buffer
+	in   *memInbox
+	name string
+	buf  bytes.Buffer
 }
 
-func (in *memInbox) Stage(string) (ports.StagedFile, error) { return &memStaged{in: in}, nil }
-func (s *memStaged) Write(p []byte) (int, error)            { return s.buf.Write(p) }
-func (s *memStaged) Discard()                               { s.in.discarded++ }
-func (s *memStaged) Commit(name string) (string, error) {
-	s.in.stored[name] = s.buf.Bytes()
-	return "peer-in/" + name, nil
+func (in *memInbox) Stage(_, name string) (ports.Landing, string, error) {
+	return &memStaged{in: in, name: name}, "peer-in/" + name, nil
+}
+func (s *memStaged) Write(p []byte) (int, error) { return s.buf.Write(p) }
+func (s *memStaged) Discard()                    { s.in.discarded++ }
+func (s *memStaged) Commit(time.Time) error {
+	s.in.stored[s.name] = s.buf.Bytes()
+	return nil
 }
 
 func TestFetchStoresOnlyAVerifiedWholeFile(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/resplane/resplane/adapters/budget"
-	"github.com/resplane/resplane/adapters/spool"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/ports"
 )
@@ -109,7 +109,7 @@ func loopback(b *testing.B) *net.TCPConn {
 // SetBytes is the file size, so MB/s is the read-hash-send throughput.
 func BenchmarkRead(b *testing.B) {
 	dir := b.TempDir()
-	spoolDir, err := spool.Open(filepath.Join(dir, "spool"))
+	spoolDir, err := osfs.OpenSpool(filepath.Join(dir, "spool"))
 	if err != nil {
 		b.Fatal(err)
 	}

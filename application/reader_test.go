@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/resplane/resplane/adapters/budget"
-	"github.com/resplane/resplane/adapters/spool"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
@@ -137,9 +137,9 @@ func newBufferedReader(t *testing.T, buffered, spooled int64) (*application.Read
 }
 
 // openSpool is a spool directory in the test's temp dir.
-func openSpool(t *testing.T) *spool.Dir {
+func openSpool(t *testing.T) *osfs.Spool {
 	t.Helper()
-	dir, err := spool.Open(t.TempDir())
+	dir, err := osfs.OpenSpool(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,22 +66,33 @@ type ShareResult struct {
 	ExpiresAtMs int64
 	Audience    string
 	Bound       bool
+	// shortenedTo is the lifetime the handle got when the ttl asked for was longer than
+	// max_ttl, for the summary; 0 otherwise.
+	shortenedTo time.Duration
 }
 
-// Summary is the one sentence a tool answer carries; it names no path and no token.
+// Summary is the one sentence a tool answer carries (two when the ttl asked for was
+// shortened); it names no path and no token.
 func (r ShareResult) Summary() string {
-	return "Minted handle " + r.HandleID + " for " + r.Audience + "; send it to that peer in a message."
+	summary := "Minted handle " + r.HandleID + " for " + r.Audience + "; send it to that peer in a message."
+	if r.shortenedTo > 0 {
+		summary += " The ttl asked for is longer than max_ttl, so the handle expires after " + r.shortenedTo.String() + "."
+	}
+	return summary
 }
 
 // Share runs the tool. Invalid input is refused invalid_input and not traced; every later
 // outcome is traced as a peer_handle_mint event.
 func (u *ShareFile) Share(ctx context.Context, in ShareInput) (ShareResult, error) {
-	ttl, err := u.ttlFor(in)
+	ttl, shortened, err := u.ttlFor(in)
 	if err != nil {
 		return ShareResult{}, err
 	}
 	event := trace.PeerHandleMint{Path: in.Path}
 	result, err := u.share(ctx, in, ttl, &event)
+	if shortened {
+		result.shortenedTo = ttl
+	}
 	event.Err = err
 	if err == nil {
 		event.HandleID, event.ExpiresAtMs = result.HandleID, result.ExpiresAtMs
@@ -91,27 +102,28 @@ func (u *ShareFile) Share(ctx context.Context, in ShareInput) (ShareResult, erro
 }
 
 // ttlFor validates the input and returns the handle's lifetime: the given ttl clamped down to
-// max_ttl, or max_ttl when none was given.
-func (u *ShareFile) ttlFor(in ShareInput) (time.Duration, error) {
+// max_ttl (shortened says it was), or max_ttl when none was given.
+func (u *ShareFile) ttlFor(in ShareInput) (ttl time.Duration, shortened bool, err error) {
 	if strings.TrimSpace(in.Path) == "" || strings.TrimSpace(in.Peer) == "" {
-		return 0, refusal.WithMessage(refusal.InvalidInput, `"path" and "peer" are required non-empty strings.`)
+		return 0, false, refusal.WithMessage(refusal.InvalidInput, `"path" and "peer" are required non-empty strings.`)
 	}
 	if !in.HasTTL {
-		return u.plane.MaxTTL, nil
+		return u.plane.MaxTTL, false, nil
 	}
-	ttl, err := manifest.ParseTTL(in.TTL)
+	ttl, err = manifest.ParseTTL(in.TTL)
 	if err != nil {
-		return 0, refusal.WithMessage(refusal.InvalidInput,
+		return 0, false, refusal.WithMessage(refusal.InvalidInput,
 			`"ttl" must be a duration: an integer number of seconds, optionally suffixed s, m, h or d (such as "90" or "15m").`)
 	}
-	return min(ttl, u.plane.MaxTTL), nil
+	return min(ttl, u.plane.MaxTTL), ttl > u.plane.MaxTTL, nil
 }
 
 func (u *ShareFile) share(ctx context.Context, in ShareInput, ttl time.Duration, event *trace.PeerHandleMint) (ShareResult, error) {
 	peer, err := destination.ParsePeer(in.Peer)
 	if err != nil || !destination.AnyMatches(u.networkAllow, peer) {
 		return ShareResult{}, refusal.WithMessage(refusal.PeerUnreachable,
-			"The peer is not in capabilities.network.allow, so its agent card may not be fetched.")
+			"Refused by policy: the peer is not in capabilities.network.allow, so its agent card may not be fetched "+
+				"and nothing was sent to it; to share with this peer, add it to that list in the manifest.")
 	}
 	card, err := u.cards.FetchCard(ctx, peer)
 	if err != nil || strings.TrimSpace(card.Name) == "" || strings.TrimSpace(card.URL) == "" {

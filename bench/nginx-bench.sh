@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Side by side, one core each: resplane against nginx serving the same files, and against the
-# binary of another git ref (default main) built in the same run (docs/benchmarks.md,
-# "The nginx comparison"). Every request is a new connection ("Connection: close").
+# Side by side, one core each: resplane against nginx serving the same files, against the
+# least a Go net/http server can do for the same answer (bench/floor: open, fstat, read once,
+# sha256, the brief's headers; no routing, trace or checks), and against the binary of another
+# git ref (default main) built in the same run (docs/benchmarks.md, "The nginx comparison").
+# Every request is a new connection ("Connection: close").
 #
-#   10 MiB read:  nginx, this tree, BASE_REF
-#   1 KiB read:   nginx, this tree, BASE_REF
+#   10 MiB read:  nginx, floor, this tree, BASE_REF
+#   1 KiB read:   nginx, floor, this tree, BASE_REF
 #   1 KiB redeem: this tree, BASE_REF (against their own 1 KiB read)
 #
 # Each server runs pinned to CPU 0 (resplane with GOMAXPROCS=1, nginx with one worker) and wrk
@@ -42,6 +44,7 @@ pinned_setup nginx wrk pgrep
 
 # Binaries: this tree, and BASE_REF from git's objects (nothing in any worktree is touched).
 go build -trimpath -o "$work/resplane-new" ./cmd/resplane
+go build -trimpath -o "$work/floor" ./bench/floor
 build_ref "$base_ref" "$work/resplane-base"
 
 # The capsule: out/ holds the two files, shared with itself on the peer plane.
@@ -121,12 +124,24 @@ for _ in $(seq 50); do
 done
 nginx_pid=$(pgrep -P "$nginx_master" | head -1)
 
+# The floor: net/http at its least, on CPU 0 with one P like resplane.
+floor_port=$(free_port)
+GOMAXPROCS=1 taskset -c 0 "$work/floor" -listen "127.0.0.1:$floor_port" -root "$work/wd/out" 2>"$work/floor.stderr" &
+floor_pid=$!
+pids+=("$floor_pid")
+for _ in $(seq 50); do
+	(exec 3<>"/dev/tcp/127.0.0.1/$floor_port") 2>/dev/null && break
+	sleep 0.1
+done
+
 # Targets: name|port|server pid|path|extra header
 targets=(
 	"nginx-10m|$nginx_port|$nginx_pid|/10m.bin|"
+	"floor-10m|$floor_port|$floor_pid|/10m.bin|"
 	"new-10m|$new_port|$new_pid|/resources/files/10m.bin|"
 	"base-10m|$base_port|$base_pid|/resources/files/10m.bin|"
 	"nginx-1k|$nginx_port|$nginx_pid|/1k.bin|"
+	"floor-1k|$floor_port|$floor_pid|/1k.bin|"
 	"new-1k|$new_port|$new_pid|/resources/files/1k.bin|"
 	"base-1k|$base_port|$base_pid|/resources/files/1k.bin|"
 	"new-redeem-1k|$new_port|$new_pid|/resources/peer/$new_handle|x-murmur-audience: bench@localhost:$new_port"
@@ -184,6 +199,9 @@ cpu_ratio() { awk -v a="$(cpu_per_req "$1")" -v b="$(cpu_per_req "$2")" 'BEGIN {
 	printf '  %-36s %8s %8s\n' "10 MiB read, this tree / $base_ref" "$(ratio new-10m base-10m)" "$(cpu_ratio new-10m base-10m)"
 	printf '  %-36s %8s %8s\n' "1 KiB read, this tree / $base_ref" "$(ratio new-1k base-1k)" "$(cpu_ratio new-1k base-1k)"
 	printf '  %-36s %8s %8s\n' "1 KiB read, this tree / nginx" "$(ratio new-1k nginx-1k)" "$(cpu_ratio new-1k nginx-1k)"
+	printf '  %-36s %8s %8s\n' "1 KiB read, this tree / floor" "$(ratio new-1k floor-1k)" "$(cpu_ratio new-1k floor-1k)"
+	printf '  %-36s %8s %8s\n' "1 KiB read, floor / nginx" "$(ratio floor-1k nginx-1k)" "$(cpu_ratio floor-1k nginx-1k)"
+	printf '  %-36s %8s %8s\n' "10 MiB read, this tree / floor" "$(ratio new-10m floor-10m)" "$(cpu_ratio new-10m floor-10m)"
 	printf '  %-36s %8s %8s\n' "1 KiB redeem / read, this tree" "$(ratio new-redeem-1k new-1k)" "$(cpu_ratio new-redeem-1k new-1k)"
 	printf '  %-36s %8s %8s\n' "1 KiB redeem / read, $base_ref" "$(ratio base-redeem-1k base-1k)" "$(cpu_ratio base-redeem-1k base-1k)"
 	echo

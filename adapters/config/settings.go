@@ -16,14 +16,15 @@ import (
 	"github.com/resplane/resplane/domain/proof"
 )
 
-// Settings is one subcommand's validated configuration. A field whose flag was not given holds
-// its fixed default or, when the default is not fixed, its zero value; Load derives nothing.
-// The defaults that are not fixed are derived after Load: serve (cmd/resplane/serve.go)
-// derives SessionID, Workdir, Listen, AdvertiseURL, TracePath, ControlPath and SpoolDir from
-// the manifest, the session id and the bound port; budget.TotalFor and budget.SpoolTotalFor
-// (adapters/budget) derive ReadBufferBudget and SpoolBudget from the manifest; the launch checks (application.LaunchChecks) take
-// AfterTask from the manifest, for serve and check alike. TraceParent and PeerCA have no
-// default. check leaves an empty Workdir empty: it then has no workdir to inspect.
+// Settings is serve's or check's validated configuration. A field whose flag was not given
+// holds its fixed default or, when the default is not fixed, its zero value; Load derives
+// nothing. The defaults that are not fixed are derived after Load, where what they depend on
+// is known: the root package's OpenLaunch derives SessionID, Workdir, Listen, AdvertiseURL,
+// TracePath, ControlPath and SpoolDir from the manifest, the session id and the bound port;
+// budget.Plan (adapters/budget) derives ReadBufferBudget and SpoolBudget from the manifest;
+// the launch checks (application.LaunchChecks) take AfterTask from the manifest, for serve
+// and check alike. TraceParent and PeerCA have no default. check leaves an empty Workdir
+// empty: it then has no workdir to inspect.
 type Settings struct {
 	// Manifest is the path of the capsule's murmur.yaml. Always set.
 	Manifest string
@@ -147,7 +148,7 @@ var settings = []setting{
 		"The containment class the launching runtime achieved: advisory, scoped or sealed",
 		func(s *Settings, v string) (err error) { s.Containment, err = containment.Parse(v); return err }),
 	flag("after-task", "exit|sleep", "", "the manifest's lifecycle.after_task",
-		"Override lifecycle.after_task; the resolved value is what E-CAP-008 checks",
+		"Override lifecycle.after_task; the resolved value is what E-CAP-008 checks. serve never exits after a task: the runtime that launched it acts on after_task",
 		func(s *Settings, v string) (err error) { s.AfterTask, err = manifest.ParseAfterTask(v); return err }),
 	flag("session-id", "ID", "", "a new ses_<uuidv7 hex>",
 		"Join a session the runtime already started ([A-Za-z0-9_.-]+)",

@@ -1,11 +1,13 @@
 package control_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/resplane/resplane/adapters/control"
@@ -79,5 +81,22 @@ func TestAToolFailureIsARefusal(t *testing.T) {
 				t.Fatalf("the cause is not kept for the log")
 			}
 		})
+	}
+}
+
+func TestAnUnreachableSocketIsNamedWithItsCause(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.sock")
+	_, _, err := control.NewClient(path).Call(context.Background(), "GET", "/v1/status", nil)
+	if err == nil {
+		t.Fatal("a call to a missing socket succeeded")
+	}
+	msg := err.Error()
+	for _, want := range []string{path, "no such file or directory", "is resplane serve running"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "http://control") {
+		t.Errorf("error %q shows the internal request URL", msg)
 	}
 }

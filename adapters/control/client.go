@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 )
 
 // Client calls a running service's control API over its socket, for the resplane client
 // subcommands.
 type Client struct {
+	path string
 	http *http.Client
 }
 
@@ -23,7 +26,7 @@ func NewClient(path string) *Client {
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return Dial(ctx, path) },
 	}
 	// A tool call may fetch a large file from a peer; the bound is generous on purpose.
-	return &Client{http: &http.Client{Transport: transport, Timeout: 30 * time.Minute}}
+	return &Client{path: path, http: &http.Client{Transport: transport, Timeout: 30 * time.Minute}}
 }
 
 // Call sends method on route with body (nil for none) and returns the answer's status and
@@ -44,7 +47,7 @@ func (c *Client) Call(ctx context.Context, method, route string, body any) (int,
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("the control socket cannot be reached: %w", err)
+		return 0, nil, c.unreachable(err)
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes))
@@ -52,4 +55,18 @@ func (c *Client) Call(ctx context.Context, method, route string, body any) (int,
 		return 0, nil, fmt.Errorf("reading the control API's answer: %w", err)
 	}
 	return resp.StatusCode, answer, nil
+}
+
+// unreachable says which socket could not be reached and why, without the request's URL
+// (http://control/…, which names nothing the user typed).
+func (c *Client) unreachable(err error) error {
+	cause := err
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		cause = opErr.Err
+	} else if urlErr, ok := errors.AsType[*url.Error](err); ok {
+		cause = urlErr.Err
+	}
+	return fmt.Errorf("the control socket %s cannot be reached (%w): is resplane serve running, and is this the control path its ready line shows?",
+		c.path, cause)
 }

@@ -27,14 +27,14 @@ var shareFileSpec = toolSpec{
 	Name: ShareFileTool,
 	Description: "Mint a handle that lets one named peer capsule read one file under exports.peer_files.root. " +
 		"Send the returned handle to that peer in a message; it expires after ttl (at most max_ttl).",
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"peer":{"type":"string"},"ttl":{"type":"string"}},"required":["path","peer"]}`),
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"The file to share, relative to exports.peer_files.root, such as report.md or results/table.csv. Only regular files under that root can be shared."},"peer":{"type":"string","description":"The peer capsule's address: host:port (localhost:41234) or an http(s) URL. It must be in capabilities.network.allow."},"ttl":{"type":"string","description":"How long the handle stays valid: seconds (90) or a number suffixed s, m, h or d (90s, 15m, 2h). At most max_ttl: a longer one is shortened to it. Absent means max_ttl."}},"required":["path","peer"]}`),
 }
 
 var fetchPeerFileSpec = toolSpec{
 	Name: FetchPeerFileTool,
-	Description: "Redeem a handle a peer capsule sent you and store the file under peer-in/ in your workdir. " +
-		"The result names the stored file; read it to use its contents.",
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"peer":{"type":"string"},"handle":{"type":"string"}},"required":["peer","handle"]}`),
+	Description: "Redeem a handle a peer capsule sent you: the file is verified and stored in your workdir, " +
+		"and the result's path names it (relative to your workdir). Read that file to use its contents.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"peer":{"type":"string","description":"The address of the peer capsule that sent the handle: host:port (localhost:41234) or an http(s) URL. It must be in capabilities.peer_fetch.allow."},"handle":{"type":"string","description":"The handle the peer sent, exactly as received (it starts with mh1.)."}},"required":["peer","handle"]}`),
 }
 
 // offered returns the specs of the tools this API offers: those whose use case exists, which

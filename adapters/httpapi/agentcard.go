@@ -13,6 +13,8 @@ type Identity struct {
 	URL       string
 	SessionID string
 	Planes    []string
+	// PeerProof is --peer-proof; under proof.Off the card carries no peer-plane extension.
+	PeerProof proof.Mode
 	// ProofKey is the Ed25519 public key this capsule proves possession with, nil for none.
 	ProofKey []byte
 	// PeerFiles are the exports.peer_files limits of the handles this capsule mints, nil when
@@ -73,9 +75,10 @@ const peerPlaneDescription = "resplane peer plane: handles minted for this capsu
 	"(RFC 7638 thumbprint) and redeemed with an RFC 9449 DPoP proof; peer_files are the limits of the handles it mints."
 
 // extensionsOf is the card's capabilities.extensions for id: the peer-plane extension when
-// there is a proof key or a peer_files plane to advertise, else none.
+// --peer-proof is not off and there is a proof key or a peer_files plane to advertise, else
+// none.
 func extensionsOf(id Identity) []cardExtension {
-	if id.ProofKey == nil && id.PeerFiles == nil {
+	if id.PeerProof == proof.Off || (id.ProofKey == nil && id.PeerFiles == nil) {
 		return nil
 	}
 	params := peerPlaneParameters{}

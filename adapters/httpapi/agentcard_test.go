@@ -56,6 +56,8 @@ func TestTheCardParsesAsAnA2ACardWithThePeerPlaneExtension(t *testing.T) {
 		{"a key alone", Identity{Name: "f", ProofKey: rfc8037Key}, []string{"proof_key"}},
 		{"peer_files alone", Identity{Name: "m", PeerFiles: &PeerFilesLimits{MaxBytes: 1, MaxTTLMs: 2}}, []string{"peer_files"}},
 		{"neither", Identity{Name: "n"}, nil},
+		{"none under --peer-proof off", Identity{Name: "o", PeerProof: proof.Off, ProofKey: rfc8037Key,
+			PeerFiles: &PeerFilesLimits{MaxBytes: 1, MaxTTLMs: 2}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var card a2a.AgentCard

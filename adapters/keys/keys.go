@@ -23,11 +23,9 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/resplane/resplane/domain/handle"
 	"github.com/resplane/resplane/ports"
 )
-
-// Size is the instance key's length in bytes (docs/peer-plane.md, "The minting key").
-const Size = 32
 
 // redactedText is what every textual rendering of a key prints.
 const redactedText = "[redacted]"
@@ -60,7 +58,7 @@ func (redacted) LogValue() slog.Value { return slog.StringValue(redactedText) }
 // is generated.
 type Random struct {
 	redacted
-	key [Size]byte
+	key [handle.KeySize]byte
 }
 
 var _ ports.InstanceKey = (*Random)(nil)
@@ -108,13 +106,13 @@ func (r *Random) Close() error {
 // is redacted like Random's, so a test log looks like a production one.
 type Fixed struct {
 	redacted
-	key [Size]byte
+	key [handle.KeySize]byte
 }
 
 var _ ports.InstanceKey = (*Fixed)(nil)
 
 // NewFixed returns a Fixed holding key.
-func NewFixed(key [Size]byte) *Fixed { return &Fixed{key: key} }
+func NewFixed(key [handle.KeySize]byte) *Fixed { return &Fixed{key: key} }
 
 // Key returns the fixed key's bytes; callers must not modify them.
 func (f *Fixed) Key() []byte { return f.key[:] }

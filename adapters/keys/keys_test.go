@@ -13,10 +13,12 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/resplane/resplane/domain/handle"
 )
 
 // secretKey has printable bytes, so a leak through %s, %x or %d would be easy to spot.
-var secretKey = [Size]byte([]byte("SECRET-KEY-0123456789abcdefghijk"))
+var secretKey = [handle.KeySize]byte([]byte("SECRET-KEY-0123456789abcdefghijk"))
 
 func TestNewRandomIsThirtyTwoFreshBytes(t *testing.T) {
 	a, err := NewRandom()
@@ -27,10 +29,10 @@ func TestNewRandomIsThirtyTwoFreshBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Key()) != Size {
-		t.Fatalf("key is %d bytes, want %d", len(a.Key()), Size)
+	if len(a.Key()) != handle.KeySize {
+		t.Fatalf("key is %d bytes, want %d", len(a.Key()), handle.KeySize)
 	}
-	if bytes.Equal(a.Key(), make([]byte, Size)) {
+	if bytes.Equal(a.Key(), make([]byte, handle.KeySize)) {
 		t.Fatal("a fresh key is all zero")
 	}
 	if bytes.Equal(a.Key(), b.Key()) {
@@ -45,7 +47,7 @@ func TestZeroOverwritesTheKey(t *testing.T) {
 	}
 	held := r.Key() // a user's view of the key taken before shutdown
 	r.Zero()
-	zero := make([]byte, Size)
+	zero := make([]byte, handle.KeySize)
 	if !bytes.Equal(r.Key(), zero) {
 		t.Fatalf("Key after Zero = %x", r.Key())
 	}
@@ -63,7 +65,7 @@ func TestCloseZeroesTheKey(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatalf("Close = %v", err)
 	}
-	if !bytes.Equal(r.Key(), make([]byte, Size)) {
+	if !bytes.Equal(r.Key(), make([]byte, handle.KeySize)) {
 		t.Fatalf("Key after Close = %x", r.Key())
 	}
 	if err := r.Close(); err != nil {
@@ -225,7 +227,7 @@ func TestRotateReplacesTheKeyInPlace(t *testing.T) {
 	if err := r.Rotate(); err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Equal(r.Key(), old) || bytes.Equal(r.Key(), make([]byte, Size)) {
+	if bytes.Equal(r.Key(), old) || bytes.Equal(r.Key(), make([]byte, handle.KeySize)) {
 		t.Fatalf("the key after Rotate is the old one or zero: %x", r.Key())
 	}
 	if !bytes.Equal(held, r.Key()) {

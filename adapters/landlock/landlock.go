@@ -14,6 +14,8 @@ import (
 	golandlock "github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/resplane/resplane/adapters/internal/eintr"
 )
 
 // Mode is how serve confines itself (--confine).
@@ -298,12 +300,9 @@ func openWritable(wd int, workdir, dir string) (int, error) {
 
 // openDir opens name relative to dirfd as an O_PATH directory descriptor.
 func openDir(dirfd int, name string, flags int) (int, error) {
-	for {
-		fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|flags, 0)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
+	return eintr.Retry(func() (int, error) {
+		return unix.Openat(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|flags, 0)
+	})
 }
 
 // beneath reports whether dir lies beneath workdir or is workdir itself, comparing the cleaned

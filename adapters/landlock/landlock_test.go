@@ -209,7 +209,7 @@ const landedName = "0123456789abcdef-landed.txt"
 
 // landThroughInbox stores a file in peer-in through the production inbox.
 func landThroughInbox(w world) error {
-	staged, err := w.inbox.Stage("0123456789abcdef")
+	staged, _, err := w.inbox.Stage("0123456789abcdef", landedName)
 	if err != nil {
 		return err
 	}
@@ -217,8 +217,7 @@ func landThroughInbox(w world) error {
 		staged.Discard()
 		return err
 	}
-	_, err = staged.Commit(landedName)
-	return err
+	return staged.Commit(time.Time{})
 }
 
 // result is one probe's outcome as the helper reports it on stdout.

@@ -2,7 +2,7 @@
 // built on the official Go SDK (github.com/modelcontextprotocol/go-sdk). It is an inbound
 // adapter over two outbound ones it never names: the agent tools of a running service
 // (ports.AgentTools, the control API's client) and the operator plane's files
-// (application.RemoteFiles over the operator plane's HTTP client).
+// (operator.RemoteFiles, in application/operator, over the operator plane's HTTP client).
 //
 // What it guarantees:
 //

@@ -13,7 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
-	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
@@ -30,7 +30,7 @@ type Config struct {
 	// Tools are the service's agent tools; nil offers none (no --control).
 	Tools ports.AgentTools
 	// Files is the operator plane's client; nil offers no resources (no --files).
-	Files *application.RemoteFiles
+	Files *operator.RemoteFiles
 	// FilesURL is the --files URL as given, for the `resplane files get` command a refusal
 	// suggests.
 	FilesURL string

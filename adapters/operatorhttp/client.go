@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/resplane/resplane/adapters/internal/httpclient"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
@@ -85,29 +86,12 @@ func New(base string, o Options) (*Client, error) {
 	if o.MaxListingBytes <= 0 {
 		o.MaxListingBytes = DefaultMaxListingBytes
 	}
-	dialer := &net.Dialer{Timeout: o.ConnectTimeout}
-	transport := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dialer.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &idleConn{Conn: conn, idle: o.IdleTimeout}, nil
-		},
-		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    o.ConnectTimeout,
-		DisableKeepAlives:      true,
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: maxErrorBody,
-	}
 	return &Client{
 		origin: u.Scheme + "://" + u.Host,
 		prefix: prefix,
-		http: &http.Client{
-			Transport:     transport,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		http: httpclient.New(httpclient.Options{
+			Connect: o.ConnectTimeout, Idle: o.IdleTimeout, MaxHeaderBytes: maxErrorBody,
+		}),
 		idle: o.IdleTimeout, connect: o.ConnectTimeout, listMax: o.MaxListingBytes,
 	}, nil
 }
@@ -283,25 +267,4 @@ func (c *Client) unreachable(err error) *refusal.Refusal {
 		sentence = "The connection to the service failed before a complete answer arrived."
 	}
 	return refusal.WithMessage(refusal.ServiceUnreachable, sentence).Wrapping(err)
-}
-
-// idleConn gives every read and every write the idle timeout as its deadline, so that a
-// service that stops sending (or receiving) is abandoned, however long a busy body takes.
-type idleConn struct {
-	net.Conn
-	idle time.Duration
-}
-
-func (c *idleConn) Read(p []byte) (int, error) {
-	if err := c.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
-		return 0, err
-	}
-	return c.Conn.Read(p)
-}
-
-func (c *idleConn) Write(p []byte) (int, error) {
-	if err := c.SetWriteDeadline(time.Now().Add(c.idle)); err != nil {
-		return 0, err
-	}
-	return c.Conn.Write(p)
 }

@@ -1,6 +1,7 @@
 // Package operatorhttp is the operator's HTTP client of one service's operator plane
 // (ports.RemoteExport): the listing and single-file reads that `resplane files` and
-// `resplane mcp --files` make (docs/operator-guide.md, "Pulling outputs").
+// `resplane mcp --files` make (docs/operator-guide.md, "Pulling outputs"). Its HTTP client is
+// the hardened one adapters/internal/httpclient builds (peerhttp's too), with the bounds below.
 //
 // What it guarantees:
 //
@@ -23,6 +24,6 @@
 //
 // What it does not guarantee: it does not check what the service says. Listed paths,
 // digests, etags and refusal codes are reported as received; deciding what to trust is the
-// caller's job (application.RemoteFiles, application.Mirror). It does not authenticate the
+// caller's job (operator.RemoteFiles, operator.Mirror in application/operator). It does not authenticate the
 // service beyond TLS for https URLs.
 package operatorhttp

@@ -2,12 +2,15 @@ package osfs
 
 import (
 	"encoding/binary"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/resplane/resplane/adapters/internal/eintr"
 	"github.com/resplane/resplane/domain/resolve"
 )
 
@@ -24,16 +27,16 @@ type dirFD struct {
 // device is not touched) and, on a symlink, yields the link itself, whose text is then read
 // from that same descriptor.
 func (d *dirFD) Lookup(name string) (resolve.Node, error) {
-	fd, err := retry(func() (int, error) {
+	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Openat(d.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
-		return resolve.Node{}, refuse(err)
+		return resolve.Node{}, refuse(inExport, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return resolve.Node{}, refuse(err)
+		return resolve.Node{}, refuse(inExport, err)
 	}
 	switch kind := kindOfMode(st.Mode); kind {
 	case resolve.Directory:
@@ -42,7 +45,7 @@ func (d *dirFD) Lookup(name string) (resolve.Node, error) {
 		target, err := readlink(fd)
 		unix.Close(fd)
 		if err != nil {
-			return resolve.Node{}, refuse(err)
+			return resolve.Node{}, refuse(inExport, err)
 		}
 		return resolve.Node{Kind: kind, Target: target}, nil
 	case resolve.Regular:
@@ -59,11 +62,11 @@ func (d *dirFD) Lookup(name string) (resolve.Node, error) {
 func (d *dirFD) Entries() ([]resolve.Entry, error) {
 	fd := d.fd
 	if d.pathOnly {
-		rfd, err := retry(func() (int, error) {
+		rfd, err := eintr.Retry(func() (int, error) {
 			return unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		})
 		if err != nil {
-			return nil, refuse(err)
+			return nil, refuse(inExport, err)
 		}
 		defer unix.Close(rfd)
 		fd = rfd
@@ -73,9 +76,9 @@ func (d *dirFD) Entries() ([]resolve.Entry, error) {
 	defer direntBuffers.Put(pooled)
 	buf := *pooled
 	for {
-		n, err := retry(func() (int, error) { return unix.Getdents(fd, buf) })
+		n, err := eintr.Retry(func() (int, error) { return unix.Getdents(fd, buf) })
 		if err != nil {
-			return nil, refuse(err)
+			return nil, refuse(inExport, err)
 		}
 		if n <= 0 {
 			return entries, nil
@@ -126,8 +129,8 @@ func appendDirents(entries []resolve.Entry, dirfd int, buf []byte) []resolve.Ent
 		}
 		kind := kindOfDirent(typ)
 		if kind == 0 {
-			var st unix.Stat_t
-			if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			st, err := lstatAt(dirfd, name)
+			if err != nil {
 				continue // vanished since it was read
 			}
 			kind = kindOfMode(st.Mode)
@@ -141,17 +144,19 @@ func appendDirents(entries []resolve.Entry, dirfd int, buf []byte) []resolve.Ent
 // through a symlink: a symlink, or anything else that is not a directory, fails (a symlink
 // with ENOTDIR or ELOOP).
 func openDirAt(dirfd int, name string) (int, error) {
-	return retry(func() (int, error) {
-		return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	})
+	return eintr.Retry(func() (int, error) { return unix.Openat(dirfd, name, dirFlags, 0) })
 }
+
+// dirFlags opens a directory for reading its entries and for use as an *at anchor, never
+// through a symlink.
+const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 
 // OpenDir opens name for listing with O_RDONLY|O_DIRECTORY|O_NOFOLLOW: a symlink, or
 // anything else that is not a directory, fails.
 func (d *dirFD) OpenDir(name string) (resolve.Dir, error) {
 	fd, err := openDirAt(d.fd, name)
 	if err != nil {
-		return nil, refuse(err)
+		return nil, refuse(inExport, err)
 	}
 	return &dirFD{fd: fd}, nil
 }
@@ -159,11 +164,44 @@ func (d *dirFD) OpenDir(name string) (resolve.Dir, error) {
 // Close closes the descriptor.
 func (d *dirFD) Close() error { return unix.Close(d.fd) }
 
+// createDir creates the directory at path (mode perm, with its parents) when it is missing and
+// opens it with O_RDONLY|O_DIRECTORY and flags, by name: path is the operator's choice. The
+// error names what and the path; it is meant for the operator.
+func createDir(path string, perm os.FileMode, flags int, what string) (int, error) {
+	if err := os.MkdirAll(path, perm); err != nil {
+		return -1, fmt.Errorf("creating %s: %w", what, err)
+	}
+	fd, err := eintr.Retry(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|flags, 0) })
+	if err != nil {
+		return -1, fmt.Errorf("opening %s %s: %w", what, path, err)
+	}
+	return fd, nil
+}
+
+// lstatAt stats name in dir without following a symlink.
+func lstatAt(dir int, name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := eintr.RetryErr(func() error { return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
+	return st, err
+}
+
+// unlinkAt removes name from dir, as a cleanup: a failure leaves at worst a temp file behind,
+// which nothing reports.
+func unlinkAt(dir int, name string) {
+	_ = eintr.RetryErr(func() error { return unix.Unlinkat(dir, name, 0) })
+}
+
+// oneName reports whether name is one path component: not empty, "." or "..", and without "/"
+// or NUL.
+func oneName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+}
+
 // readlink reads the text of the symlink fd was opened on (O_PATH|O_NOFOLLOW).
 func readlink(fd int) (string, error) {
 	for size := 256; ; size *= 2 {
 		buf := make([]byte, size)
-		n, err := unix.Readlinkat(fd, "", buf)
+		n, err := eintr.Retry(func() (int, error) { return unix.Readlinkat(fd, "", buf) })
 		if err != nil {
 			return "", err
 		}

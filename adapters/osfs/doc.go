@@ -1,8 +1,25 @@
-// Package osfs serves export roots from the real filesystem (Linux only): it implements
-// ports.ExportFS, ports.PeerInbox (Inbox, the workdir's peer-in/ directory) and, for the launch
-// check, ports.RootLocator. It also holds the session's own directory, .murmur/<session id>/
-// (SessionDir, whose doc comment says what it guarantees). The descriptor-based code lives in
-// the *_linux.go files.
+// Package osfs is the real filesystem (Linux only): every role resplane gives a local
+// directory, each reached through descriptors held open, lives here, one file per role (the
+// descriptor-based code is in the *_linux.go files):
+//
+//   - FS (export_linux.go, dir_linux.go) serves export roots: ports.ExportFS. This comment
+//     says what it guarantees.
+//   - Inbox (inbox_linux.go) is the workdir's peer-in/ directory: ports.PeerInbox.
+//   - SessionDir (session_linux.go) is the session's own directory, .murmur/<session id>/.
+//   - Spool (spool_linux.go) holds the snapshots of large reads in unnamed files:
+//     ports.Spool.
+//   - Locator (rootlocator.go) is the launch check's ports.RootLocator.
+//   - Mirror (mirror_linux.go) is the directory `resplane files pull` mirrors into:
+//     ports.LocalMirror. CreateAt and WriteOnCommit (landing_linux.go) are where
+//     `resplane files get` lands one file.
+//
+// Inbox, SessionDir, Spool and Mirror each say in their own doc comment what they guarantee
+// and what they do not. What the roles share is written once: the landing (landing_linux.go),
+// a file filled unnamed or under a temp name and named into place through its directory's
+// descriptor, behind both the inbox and the mirror (ports.Landing); the meaning of every errno
+// in each role (refuse_linux.go); and the retry of a system call a signal interrupted
+// (adapters/internal/eintr), around every call that looks a name up, opens, reads, writes,
+// links, renames or removes one.
 //
 // An FS holds one descriptor of the workdir, opened by New, and resolves every name relative
 // to a descriptor it holds, never by reading a path string again. At every call the declared

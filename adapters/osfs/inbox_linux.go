@@ -1,20 +1,17 @@
 package osfs
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/adapters/internal/eintr"
 	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 )
@@ -28,10 +25,6 @@ var tempName = regexp.MustCompile(`^\..+-[0-9a-f]{16}\.part$`)
 // processStart is when this process started (this package's initialisation): a temp file last
 // modified before it was left by an earlier process.
 var processStart = time.Now()
-
-// procFD is where a descriptor of this process has a name; an unnamed file is linked into
-// peer-in through it.
-const procFD = "/proc/self/fd/"
 
 // Inbox is the peer-in/ directory of one workdir (ports.PeerInbox): it stores the files
 // fetch-peer-file receives, so that a fetched file appears whole and verified, or not at all,
@@ -59,6 +52,8 @@ const procFD = "/proc/self/fd/"
 //     temp files earlier processes left: regular files with a temp name, last modified before
 //     this process started and locked by no live process, found and removed through peer-in's
 //     descriptor without following any link.
+//   - Stage refuses a stored name that is not one path component before anything is
+//     created, so no name can place a file outside peer-in.
 //   - Commit flushes the file before naming it and flushes peer-in after. Every failure leaves
 //     no temp file and no new peer-in/<name> behind and is an io_error refusal whose message
 //     names no host path. A system call a signal interrupts is retried, as everywhere in this
@@ -83,7 +78,7 @@ var _ ports.PeerInbox = (*Inbox)(nil)
 // left in its peer-in/, and returns its inbox. The error names the path; it is meant for the
 // operator at startup.
 func OpenInbox(workdir string) (*Inbox, error) {
-	fd, err := retry(func() (int, error) { return unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+	fd, err := eintr.Retry(func() (int, error) { return unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
 	if err != nil {
 		return nil, fmt.Errorf("opening the workdir %s for peer-in: %w", workdir, err)
 	}
@@ -113,182 +108,73 @@ func (in *Inbox) Create() error {
 
 // openDir creates peer-in (0700) when it is missing and opens it for staging.
 func (in *Inbox) openDir() (int, error) {
-	if err := retryErr(func() error { return unix.Mkdirat(in.workdir, InboxDir, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
-		return -1, storeFailed("peer-in could not be created", err)
+	if err := eintr.RetryErr(func() error { return unix.Mkdirat(in.workdir, InboxDir, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, failed(inInbox, "peer-in could not be created", err)
 	}
 	dir, err := openDirAt(in.workdir, InboxDir)
 	if err != nil {
-		return -1, storeFailed("peer-in is not a directory or cannot be opened", err)
+		return -1, failed(inInbox, "peer-in is not a directory or cannot be opened", err)
 	}
 	return dir, nil
 }
 
 // Stage creates peer-in (0700) when it is missing and a new unnamed file in it for handleID
-// (a .part file where unnamed files cannot be used). It fails with an io_error refusal, having
-// written nothing, when peer-in is not a real directory or handleID could not be part of a
-// file name.
-func (in *Inbox) Stage(handleID string) (ports.StagedFile, error) {
+// (a .part file where unnamed files cannot be used), to become peer-in/<name>. It fails with
+// an io_error refusal, having written nothing, when peer-in is not a real directory, handleID
+// could not be part of a file name or name is not one.
+func (in *Inbox) Stage(handleID, name string) (ports.Landing, string, error) {
 	if strings.ContainsAny(handleID, "/\x00") {
-		return nil, storeFailed("the handle id cannot be part of a file name", nil)
+		return nil, "", failed(inInbox, "the handle id cannot be part of a file name", nil)
+	}
+	if !oneName(name) {
+		return nil, "", failed(inInbox, "the stored name is not a single file name", nil)
 	}
 	dir, err := in.openDir()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	s := &stagedFile{dir: dir, handleID: handleID}
-	if err := in.create(s); err != nil {
+	l := &landing{at: inInbox, dir: dir, name: name, prefix: "." + handleID + "-", syncDir: true}
+	if err := in.create(l); err != nil {
 		unix.Close(dir)
-		return nil, err
+		return nil, "", err
 	}
-	return s, nil
+	return l, InboxDir + "/" + name, nil
 }
 
-// create makes s's file in s.dir: unnamed unless the inbox has learned that unnamed files
+// create makes l's file in l.dir: unnamed unless the inbox has learned that unnamed files
 // are refused here, else a .part file. The file is locked, so that no other process's start
 // takes its temp name, if it ever has one, for a leftover.
-func (in *Inbox) create(s *stagedFile) error {
+func (in *Inbox) create(l *landing) error {
 	if !in.named.Load() {
-		fd, err := retry(func() (int, error) {
-			return unix.Openat(s.dir, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+		fd, err := eintr.Retry(func() (int, error) {
+			return unix.Openat(l.dir, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
 		})
 		switch {
 		case err == nil:
-			s.setFile(fd, InboxDir+"/(unnamed)")
+			adopt(l, fd, InboxDir+"/(unnamed)")
 			return nil
-		case err != unix.EOPNOTSUPP && err != unix.EISDIR && err != unix.EINVAL:
-			return storeFailed("the unnamed file could not be created", err)
+		case !noUnnamedFiles(err):
+			return failed(inInbox, "the unnamed file could not be created", err)
 		}
 		in.named.Store(true)
 	}
-	temp := newTempName(s.handleID)
-	fd, err := retry(func() (int, error) {
-		return unix.Openat(s.dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	temp := l.newTempName()
+	fd, err := eintr.Retry(func() (int, error) {
+		return unix.Openat(l.dir, temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	})
 	if err != nil {
-		return storeFailed("the temp file could not be created", err)
+		return failed(inInbox, "the temp file could not be created", err)
 	}
-	s.temp = temp
-	s.setFile(fd, InboxDir+"/"+temp)
+	l.temp = temp
+	adopt(l, fd, InboxDir+"/"+temp)
 	return nil
 }
 
-// newTempName returns a fresh temp name for handleID: .<handleID>-<16 random hex>.part.
-func newTempName(handleID string) string {
-	var random [8]byte
-	rand.Read(random[:])
-	return "." + handleID + "-" + hex.EncodeToString(random[:]) + ".part"
-}
-
-// stagedFile is one file being filled in peer-in, with the peer-in descriptor it was created
-// in. It is used by one goroutine.
-type stagedFile struct {
-	dir      int
-	handleID string
-	fd       int
-	file     *os.File
-	temp     string // the .part name; "" while the file has no name
-	done     bool
-}
-
-// setFile adopts fd as the staged file and locks it (best effort: where the filesystem has no
-// locks, a leftover is simply never removed at start).
-func (s *stagedFile) setFile(fd int, name string) {
+// adopt makes fd l's file and locks it (best effort: where the filesystem has no locks, a
+// leftover is simply never removed at start).
+func adopt(l *landing, fd int, name string) {
 	_ = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-	s.fd, s.file = fd, os.NewFile(uintptr(fd), name)
-}
-
-// Write appends to the staged file. A failure is an io_error refusal.
-func (s *stagedFile) Write(p []byte) (int, error) {
-	n, err := s.file.Write(p)
-	if err != nil {
-		return n, storeFailed("writing the temp file failed", err)
-	}
-	return n, nil
-}
-
-// Commit flushes the staged file, gives it the name peer-in/<name> in one step (replacing an
-// earlier file or symlink of that name, never writing through it), flushes peer-in, and
-// returns "peer-in/<name>". name must be one path component: not empty, ".", "..", and without
-// "/" or NUL. On any failure neither a temp file nor a new peer-in/<name> remains, and the
-// error is an io_error refusal. A second Commit, or one after Discard, fails the same way.
-func (s *stagedFile) Commit(name string) (string, error) {
-	if s.done {
-		return "", storeFailed("the temp file was already committed or discarded", nil)
-	}
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-		s.Discard()
-		return "", storeFailed("the stored name is not a single file name", nil)
-	}
-	if err := s.file.Sync(); err != nil {
-		s.Discard()
-		return "", storeFailed("flushing the temp file failed", err)
-	}
-	if err := s.place(name); err != nil {
-		s.Discard()
-		return "", storeFailed("moving the file into place failed", err)
-	}
-	s.done = true
-	defer unix.Close(s.dir)
-	if err := retryErr(func() error { return unix.Fsync(s.dir) }); err != nil {
-		unix.Unlinkat(s.dir, name, 0)
-		return "", storeFailed("flushing peer-in failed", err)
-	}
-	return InboxDir + "/" + name, nil
-}
-
-// place gives the staged file the name peer-in/<name> and closes it. On failure no new
-// peer-in/<name> remains; the caller discards the file.
-func (s *stagedFile) place(name string) error {
-	if s.temp != "" {
-		if err := s.file.Close(); err != nil {
-			return err
-		}
-		return retryErr(func() error { return unix.Renameat(s.dir, s.temp, s.dir, name) })
-	}
-	if err := s.link(name); err != nil {
-		return err
-	}
-	if err := s.file.Close(); err != nil {
-		unix.Unlinkat(s.dir, name, 0)
-		return err
-	}
-	return nil
-}
-
-// link names the unnamed file peer-in/<name>: directly when nothing has that name, else by a
-// link to a temp name renamed over it. On failure no temp name remains.
-func (s *stagedFile) link(name string) error {
-	source := procFD + strconv.Itoa(s.fd)
-	linkAs := func(target string) error {
-		return retryErr(func() error { return unix.Linkat(unix.AT_FDCWD, source, s.dir, target, unix.AT_SYMLINK_FOLLOW) })
-	}
-	err := linkAs(name)
-	if err != unix.EEXIST {
-		return err
-	}
-	temp := newTempName(s.handleID)
-	if err := linkAs(temp); err != nil {
-		return err
-	}
-	if err := retryErr(func() error { return unix.Renameat(s.dir, temp, s.dir, name) }); err != nil {
-		unix.Unlinkat(s.dir, temp, 0)
-		return err
-	}
-	return nil
-}
-
-// Discard closes and removes the staged file. It does nothing after Commit or a first
-// Discard.
-func (s *stagedFile) Discard() {
-	if s.done {
-		return
-	}
-	s.done = true
-	s.file.Close()
-	if s.temp != "" {
-		unix.Unlinkat(s.dir, s.temp, 0)
-	}
-	unix.Close(s.dir)
+	l.setFile(fd, name)
 }
 
 // sweep removes the temp files earlier processes left in peer-in (see Inbox). Failures are
@@ -314,7 +200,7 @@ func (in *Inbox) sweep() {
 // a link), last modified before this process started, that it can lock: no live process
 // uses it.
 func removeIfLeftOver(dir int, name string) {
-	fd, err := retry(func() (int, error) {
+	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -328,15 +214,5 @@ func removeIfLeftOver(dir int, name string) {
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return
 	}
-	unix.Unlinkat(dir, name, 0)
-}
-
-// storeFailed returns the io_error refusal for a failed store: what went wrong and, when the
-// cause is an operating-system error, its description (never a path, never an errno number).
-func storeFailed(what string, cause error) *refusal.Refusal {
-	var errno unix.Errno
-	if errors.As(cause, &errno) {
-		what += ": " + errno.Error()
-	}
-	return refusal.WithMessage(refusal.IOError, "The fetched file could not be stored: "+what+".").Wrapping(cause)
+	unlinkAt(dir, name)
 }

@@ -71,27 +71,31 @@ func inboxEntries(t *testing.T, dir string) []string {
 	return names
 }
 
-// mustStage stages a file for handleID in in.
-func mustStage(t *testing.T, in *osfs.Inbox) ports.StagedFile {
+// mustStage stages a file for handleID in in, to be stored as name.
+func mustStage(t *testing.T, in *osfs.Inbox, name string) ports.Landing {
 	t.Helper()
-	f, err := in.Stage(handleID)
+	f, stored, err := in.Stage(handleID, name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if stored != "peer-in/"+name {
+		t.Fatalf("Stage says the file will be stored at %q, want peer-in/%s", stored, name)
 	}
 	return f
 }
 
-// wantStageRefused requires Stage(id) to fail with an io_error refusal that names no host path.
-func wantStageRefused(t *testing.T, in *osfs.Inbox, id, workdir string) {
+// wantStageRefused requires Stage(id, name) to fail with an io_error refusal that names no
+// host path.
+func wantStageRefused(t *testing.T, in *osfs.Inbox, id, name, workdir string) {
 	t.Helper()
-	f, err := in.Stage(id)
+	f, _, err := in.Stage(id, name)
 	if err == nil {
 		f.Discard()
 	}
 	wantIOError(t, err, workdir)
 }
 
-func writeStaged(t *testing.T, f ports.StagedFile, s string) {
+func writeStaged(t *testing.T, f ports.Landing, s string) {
 	t.Helper()
 	if n, err := f.Write([]byte(s)); err != nil || n != len(s) {
 		t.Fatalf("Write = %d, %v", n, err)
@@ -113,7 +117,7 @@ func wantIOError(t *testing.T, err error, workdir string) {
 func TestStageCreatesPeerInAndAPrivateFileNamedOnlyInThePartScheme(t *testing.T) {
 	forEachScheme(t, func(t *testing.T, sc scheme) {
 		in, workdir := openInbox(t, sc)
-		f := mustStage(t, in)
+		f := mustStage(t, in, handleID+"-report.md")
 		defer f.Discard()
 		writeStaged(t, f, "partial")
 		dir := filepath.Join(workdir, "peer-in")
@@ -141,11 +145,13 @@ func TestStageCreatesPeerInAndAPrivateFileNamedOnlyInThePartScheme(t *testing.T)
 func TestCommitStoresTheBytesUnderTheName(t *testing.T) {
 	forEachScheme(t, func(t *testing.T, sc scheme) {
 		in, workdir := openInbox(t, sc)
-		f := mustStage(t, in)
+		f, stored, err := in.Stage(handleID, handleID+"-report.md")
+		if err != nil {
+			t.Fatal(err)
+		}
 		writeStaged(t, f, "hello, ")
 		writeStaged(t, f, "peer")
-		stored, err := f.Commit(handleID + "-report.md")
-		if err != nil {
+		if err := f.Commit(time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		if stored != "peer-in/"+handleID+"-report.md" {
@@ -168,6 +174,39 @@ func TestCommitStoresTheBytesUnderTheName(t *testing.T) {
 	})
 }
 
+func TestCommitGivesTheFileTheModificationTimeAsked(t *testing.T) {
+	forEachScheme(t, func(t *testing.T, sc scheme) {
+		in, workdir := openInbox(t, sc)
+		mtime := time.UnixMilli(1_600_000_000_123)
+		for _, tc := range []struct {
+			rule  string
+			name  string
+			given time.Time
+		}{
+			{"a time given is the file's modification time", handleID + "-dated.txt", mtime},
+			{"the zero time leaves the time of the landing", handleID + "-now.txt", time.Time{}},
+		} {
+			t.Run(tc.rule, func(t *testing.T) {
+				before := time.Now().Add(-time.Second)
+				f := mustStage(t, in, tc.name)
+				writeStaged(t, f, "bytes")
+				if err := f.Commit(tc.given); err != nil {
+					t.Fatal(err)
+				}
+				info, err := os.Stat(filepath.Join(workdir, "peer-in", tc.name))
+				switch {
+				case err != nil:
+					t.Fatal(err)
+				case !tc.given.IsZero() && !info.ModTime().Equal(tc.given):
+					t.Errorf("mtime = %v, want %v", info.ModTime(), tc.given)
+				case tc.given.IsZero() && info.ModTime().Before(before):
+					t.Errorf("mtime = %v, want the time of the landing (after %v)", info.ModTime(), before)
+				}
+			})
+		}
+	})
+}
+
 func TestCommitReplacesAnEarlierFileAndASymlinkWithoutWritingThroughIt(t *testing.T) {
 	forEachScheme(t, func(t *testing.T, sc scheme) {
 		in, workdir := openInbox(t, sc)
@@ -186,9 +225,9 @@ func TestCommitReplacesAnEarlierFileAndASymlinkWithoutWritingThroughIt(t *testin
 			t.Fatal(err)
 		}
 		for _, name := range []string{"earlier.txt", "link.txt"} {
-			f := mustStage(t, in)
+			f := mustStage(t, in, name)
 			writeStaged(t, f, "new")
-			if _, err := f.Commit(name); err != nil {
+			if err := f.Commit(time.Time{}); err != nil {
 				t.Fatal(err)
 			}
 			info, err := os.Lstat(filepath.Join(dir, name))
@@ -234,7 +273,7 @@ func TestStageRefusesAPeerInThatIsNotARealDirectory(t *testing.T) {
 				in, workdir := openInbox(t, sc)
 				elsewhere := t.TempDir()
 				tc.setup(t, filepath.Join(workdir, "peer-in"), elsewhere)
-				wantStageRefused(t, in, handleID, workdir)
+				wantStageRefused(t, in, handleID, handleID+"-report.md", workdir)
 				if names := inboxEntries(t, elsewhere); len(names) != 0 {
 					t.Errorf("written through peer-in: %q", names)
 				}
@@ -250,10 +289,30 @@ func TestStageRefusesAHandleIDThatIsNotPartOfAName(t *testing.T) {
 	forEachScheme(t, func(t *testing.T, sc scheme) {
 		in, workdir := openInbox(t, sc)
 		for _, id := range []string{"../escape", "a/b", "nul\x00"} {
-			wantStageRefused(t, in, id, workdir)
+			wantStageRefused(t, in, id, handleID+"-report.md", workdir)
 		}
 		if names := inboxEntries(t, workdir); len(names) != 0 {
 			t.Errorf("workdir holds %q, want nothing", names)
+		}
+	})
+}
+
+func TestStageRefusesANameThatIsNotOneFileName(t *testing.T) {
+	forEachScheme(t, func(t *testing.T, sc scheme) {
+		for _, tc := range []struct{ name, store string }{
+			{"empty name", ""},
+			{"dot", "."},
+			{"dot dot", ".."},
+			{"two components", "sub/file.txt"},
+			{"NUL", "a\x00b"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				in, workdir := openInbox(t, sc)
+				wantStageRefused(t, in, handleID, tc.store, workdir)
+				if names := inboxEntries(t, workdir); len(names) != 0 {
+					t.Errorf("workdir holds %q, want nothing: no peer-in, no temp file", names)
+				}
+			})
 		}
 	})
 }
@@ -265,11 +324,6 @@ func TestAFailedCommitLeavesNoTempFile(t *testing.T) {
 			setup func(t *testing.T, peerIn string)
 			store string
 		}{
-			{"empty name", nil, ""},
-			{"dot", nil, "."},
-			{"dot dot", nil, ".."},
-			{"two components", nil, "sub/file.txt"},
-			{"NUL", nil, "a\x00b"},
 			{"name is a directory", func(t *testing.T, peerIn string) {
 				if err := os.MkdirAll(filepath.Join(peerIn, "taken", "child"), 0o700); err != nil {
 					t.Fatal(err)
@@ -279,19 +333,19 @@ func TestAFailedCommitLeavesNoTempFile(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				in, workdir := openInbox(t, sc)
 				peerIn := filepath.Join(workdir, "peer-in")
-				f := mustStage(t, in)
+				f := mustStage(t, in, tc.store)
 				if tc.setup != nil {
 					tc.setup(t, peerIn)
 				}
 				before := slices.DeleteFunc(inboxEntries(t, peerIn), partName.MatchString)
 				writeStaged(t, f, "bytes")
-				_, err := f.Commit(tc.store)
+				err := f.Commit(time.Time{})
 				wantIOError(t, err, workdir)
 				f.Discard() // what the application does after a failed Commit: must be harmless
 				if after := inboxEntries(t, peerIn); !slices.Equal(after, before) {
 					t.Errorf("peer-in holds %q, want %q: no temp file, nothing new", after, before)
 				}
-				if _, err := f.Commit("retry.txt"); err == nil {
+				if err := f.Commit(time.Time{}); err == nil {
 					t.Error("a second Commit succeeded")
 				}
 			})
@@ -302,7 +356,7 @@ func TestAFailedCommitLeavesNoTempFile(t *testing.T) {
 func TestDiscardLeavesNothing(t *testing.T) {
 	forEachScheme(t, func(t *testing.T, sc scheme) {
 		in, workdir := openInbox(t, sc)
-		f := mustStage(t, in)
+		f := mustStage(t, in, handleID+"-report.md")
 		writeStaged(t, f, "partial")
 		f.Discard()
 		f.Discard()
@@ -323,7 +377,12 @@ func TestConcurrentStagesOfOneHandleDoNotCollide(t *testing.T) {
 		errs := make(chan error, n)
 		for i := range n {
 			wg.Go(func() {
-				f, err := in.Stage(handleID)
+				// Every even stage commits its own name; half of them also race on one shared name.
+				name := handleID + "-" + strconv.Itoa(i) + ".txt"
+				if i%4 == 0 {
+					name = handleID + "-shared.txt"
+				}
+				f, _, err := in.Stage(handleID, name)
 				if err != nil {
 					errs <- err
 					return
@@ -338,12 +397,7 @@ func TestConcurrentStagesOfOneHandleDoNotCollide(t *testing.T) {
 					f.Discard()
 					return
 				}
-				// Every even stage commits its own name; half of them also race on one shared name.
-				name := handleID + "-" + strconv.Itoa(i) + ".txt"
-				if i%4 == 0 {
-					name = handleID + "-shared.txt"
-				}
-				if _, err := f.Commit(name); err != nil {
+				if err := f.Commit(time.Time{}); err != nil {
 					errs <- err
 				}
 			})

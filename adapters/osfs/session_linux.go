@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/resplane/resplane/adapters/internal/eintr"
 )
 
 // sessionsDir is the directory, relative to the workdir, that holds each session's directory.
@@ -82,10 +83,10 @@ func OpenSessionDir(workdir, sessionID string) (*SessionDir, error) {
 
 // openSessionDir is OpenSessionDir for a service running as uid.
 func openSessionDir(workdir, sessionID string, uid int) (*SessionDir, error) {
-	if sessionID == "" || sessionID == "." || sessionID == ".." || strings.ContainsAny(sessionID, "/\x00") {
+	if !oneName(sessionID) {
 		return nil, fmt.Errorf("the session id %q cannot name a directory", sessionID)
 	}
-	wd, err := retry(func() (int, error) { return unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+	wd, err := eintr.Retry(func() (int, error) { return unix.Open(workdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
 	if err != nil {
 		return nil, fmt.Errorf("opening the workdir %s: %w", workdir, err)
 	}
@@ -115,15 +116,14 @@ const removeIt = "resplane creates its session files only in a real directory it
 // makeOpenDir creates the directory name in dirfd (mode 0700) unless it exists, and opens
 // it without following a symlink. what and path describe it in an error.
 func makeOpenDir(dirfd int, name, path, what string) (int, error) {
-	if err := retryErr(func() error { return unix.Mkdirat(dirfd, name, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := eintr.RetryErr(func() error { return unix.Mkdirat(dirfd, name, 0o700) }); err != nil && !errors.Is(err, unix.EEXIST) {
 		return -1, fmt.Errorf("creating %s %s: %w", what, path, err)
 	}
 	fd, err := openDirAt(dirfd, name)
 	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 		// O_DIRECTORY reports a symlink as ENOTDIR; tell the two apart for the message.
 		problem := "is not a directory"
-		var st unix.Stat_t
-		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if st, err := lstatAt(dirfd, name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			problem = "is a symlink"
 		}
 		return -1, &UnsafeError{What: what, Path: path, Problem: problem, Fix: removeIt}
@@ -167,12 +167,9 @@ func (s *SessionDir) OpenDir(path string) (*os.File, error) {
 		}
 		return os.NewFile(uintptr(fd), s.Path()), nil
 	}
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the directory %s: %w", path, err)
-	}
-	fd, err := retry(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+	fd, err := createDir(path, 0o700, 0, "the directory")
 	if err != nil {
-		return nil, fmt.Errorf("opening the directory %s: %w", path, err)
+		return nil, err
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
@@ -188,7 +185,7 @@ func (s *SessionDir) OpenTrace(path string) (*os.File, error) {
 	}
 	defer dir.Close()
 	name := filepath.Base(path)
-	fd, err := retry(func() (int, error) {
+	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Openat(int(dir.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	})
 	if errors.Is(err, unix.ELOOP) {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/resplane/resplane/adapters/internal/httpclient"
 	"github.com/resplane/resplane/domain/refusal"
 )
 
@@ -50,28 +51,14 @@ type client struct {
 	connect time.Duration
 }
 
-// newClient returns a client that verifies https peers against roots (nil: the system roots),
-// gives up on a connection (TCP and TLS handshake each) after connect, follows no redirect,
-// uses no proxy and asks for no compression. It sets no overall deadline: callers bound a
-// request through its context.
+// newClient returns a client that verifies https peers against roots (nil: the system roots)
+// and gives up on a connection (TCP and TLS handshake each) after connect; the rest of its
+// hardening (no redirect, no proxy, no compression, HTTP/1.1, one connection per request) is
+// adapters/internal/httpclient's. It sets no overall deadline: callers bound a request through
+// its context.
 func newClient(roots *x509.CertPool, connect time.Duration) *client {
-	dialer := &net.Dialer{Timeout: connect}
-	transport := &http.Transport{
-		Proxy:                  nil,
-		DialContext:            dialer.DialContext,
-		TLSClientConfig:        &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    connect,
-		DisableKeepAlives:      true,
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: maxSmallBody,
-	}
 	return &client{
-		http: &http.Client{
-			Transport: transport,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		},
+		http:    httpclient.New(httpclient.Options{Connect: connect, Roots: roots, MaxHeaderBytes: maxSmallBody}),
 		connect: connect,
 	}
 }

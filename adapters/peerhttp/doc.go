@@ -1,8 +1,8 @@
 // Package peerhttp is the outbound HTTP edge towards peer capsules: CardFetcher reads a peer's
 // agent card for share-file (ports.CardFetcher) and Redeemer redeems a handle for
-// fetch-peer-file (ports.PeerRedeemer). Both go through one client construction, so they share
-// one set of guarantees (docs/peer-plane.md, "fetch-peer-file" and
-// "Where we go beyond the reference"):
+// fetch-peer-file (ports.PeerRedeemer). Both go through one client, built by
+// adapters/internal/httpclient as the operator's client is too, so they share one set of
+// guarantees (docs/peer-plane.md, "fetch-peer-file" and "Where we go beyond the reference"):
 //
 //   - Requests go to the peer's scheme, host and port only; a peer URL's path is never used.
 //   - https peers get TLS verified against the system roots plus any roots loaded with

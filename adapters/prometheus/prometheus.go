@@ -117,7 +117,37 @@ func New() *Metrics {
 		"sink", "reason")
 	m.registry.MustRegister(m.openConns, m.conns, m.traceFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.startAtZero()
 	return m
+}
+
+// startAtZero exports every request and tool-call series the service can count, at 0, from
+// the start: increase() and rate() over a series that appears with its first event miss that
+// event, so an alert on the first refusal would never fire.
+func (m *Metrics) startAtZero() {
+	outcomes := []string{trace.OutcomeOK, otherOutcome}
+	for _, c := range refusal.Codes() {
+		outcomes = append(outcomes, string(c))
+	}
+	for _, outcome := range outcomes {
+		for _, plane := range planeOfEvent {
+			m.requests.WithLabelValues(plane, outcome)
+		}
+		for _, tool := range toolOfEvent {
+			m.tools.WithLabelValues(tool, outcome)
+		}
+	}
+}
+
+// ExportSink exports the sink's resplane_trace_sink_dropped_events_total series at 0 for each
+// reason it can lose events for, so the first loss is an increase() like any later one.
+func (m *Metrics) ExportSink(sink string, reasons ...string) {
+	if m == nil {
+		return
+	}
+	for _, reason := range reasons {
+		m.dropped.WithLabelValues(sink, reason)
+	}
 }
 
 func (m *Metrics) counterVec(name, help string, labels ...string) *prom.CounterVec {

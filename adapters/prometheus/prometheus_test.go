@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,8 +51,8 @@ func TestEventsCountUnderTheirPlaneOrToolAndOutcome(t *testing.T) {
 			if got := testutil.ToFloat64(vec.WithLabelValues(tc.labels...)); got != 2 {
 				t.Errorf("%s%v = %v, want 2", tc.metric, tc.labels, got)
 			}
-			if series := testutil.CollectAndCount(m.requests) + testutil.CollectAndCount(m.tools); series != 1 {
-				t.Errorf("%d series, want only %v", series, tc.labels)
+			if total := counted(t, m, "resplane_requests_total", "resplane_tool_calls_total"); total != 2 {
+				t.Errorf("requests and tool calls sum to %v: a series other than %v moved", total, tc.labels)
 			}
 			if got := testutil.ToFloat64(m.served.WithLabelValues(tc.labels[0])); tc.metric == "requests" && got != 2*tc.bytes {
 				t.Errorf("served bytes %v, want %v", got, 2*tc.bytes)
@@ -64,9 +65,27 @@ func TestSessionEventsCountNothing(t *testing.T) {
 	m := New()
 	m.Record(trace.SessionStart{Capsule: "reporter"})
 	m.Record(trace.SessionEnd{Reason: "signal"})
-	if n := testutil.CollectAndCount(m.requests) + testutil.CollectAndCount(m.tools) + testutil.CollectAndCount(m.served); n != 0 {
-		t.Fatalf("%d series from session events, want none", n)
+	if total := counted(t, m, "resplane_requests_total", "resplane_tool_calls_total", "resplane_served_bytes_total"); total != 0 {
+		t.Fatalf("session events counted %v, want nothing", total)
 	}
+}
+
+// counted sums every series of the named counters.
+func counted(t *testing.T, m *Metrics, names ...string) float64 {
+	t.Helper()
+	families, err := m.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if slices.Contains(names, f.GetName()) {
+			for _, metric := range f.GetMetric() {
+				total += metric.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
 }
 
 // TestNoLabelValueComesFromAnEvent records events whose every string holds a token or a
@@ -224,6 +243,29 @@ func TestTraceLossesAreCounted(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m.dropped); n != 2 {
 		t.Errorf("%d dropped-event series, want 2", n)
+	}
+}
+
+func TestCountersStartAtZeroForEveryKnownLabelSet(t *testing.T) {
+	m := New()
+	if got := testutil.ToFloat64(m.tools.WithLabelValues("fetch-peer-file", "peer_not_allowed")); got != 0 {
+		t.Errorf("a tool outcome before any call: %v, want 0", got)
+	}
+	outcomes := len(refusal.Codes()) + 2 // and ok and other
+	if n := testutil.CollectAndCount(m.tools); n != 2*outcomes {
+		t.Errorf("%d tool-call series before any call, want %d: both tools, every outcome", n, 2*outcomes)
+	}
+	if n := testutil.CollectAndCount(m.requests); n != 2*outcomes {
+		t.Errorf("%d request series before any request, want %d: both planes, every outcome", n, 2*outcomes)
+	}
+	m.ExportSink("otel", QueueFull, SinkFailed, ExportFailed)
+	m.ExportSink("prometheus", SinkFailed)
+	if n := testutil.CollectAndCount(m.dropped); n != 4 {
+		t.Errorf("%d dropped-event series for the sinks exported, want 4 at 0", n)
+	}
+	m.EventsDropped("otel", QueueFull, 3)
+	if got := testutil.ToFloat64(m.dropped.WithLabelValues("otel", QueueFull)); got != 3 {
+		t.Errorf("queue_full after 3 drops: %v", got)
 	}
 }
 

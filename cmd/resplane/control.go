@@ -150,8 +150,10 @@ const maxHandleLine = 64 << 10
 // repeats it.
 func (p *program) handleArgument(arg string) (string, error) {
 	if arg != "-" {
-		fmt.Fprintln(p.stderr, "resplane tool fetch-peer-file: warning: a handle on the command line can be read by every user of this host "+
-			"(/proc/<pid>/cmdline); pass --handle - and write the handle to standard input")
+		if arg != "" {
+			fmt.Fprintln(p.stderr, "resplane tool fetch-peer-file: warning: a handle on the command line can be read by every user of this host "+
+				"(/proc/<pid>/cmdline); pass --handle - and write the handle to standard input")
+		}
 		return arg, nil
 	}
 	line, err := bufio.NewReader(io.LimitReader(p.stdin, maxHandleLine+1)).ReadString('\n')

@@ -14,8 +14,8 @@ import (
 
 	"github.com/resplane/resplane"
 	"github.com/resplane/resplane/adapters/config"
-	"github.com/resplane/resplane/adapters/localfs"
-	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/adapters/osfs"
+	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/ports"
 )
@@ -93,7 +93,7 @@ func shown(path string) string {
 
 // remoteFiles assembles the client of the service at the URL argument; a URL it cannot use is
 // a usage error.
-func remoteFiles(u string) (*application.RemoteFiles, error) {
+func remoteFiles(u string) (*operator.RemoteFiles, error) {
 	files, err := resplane.InitializeRemoteFiles(resplane.ServiceURL(u))
 	if err != nil {
 		return nil, config.Usagef("%v", err)
@@ -144,14 +144,14 @@ func (p *program) filesGet(ctx context.Context, v config.Values) error {
 	}
 	var landing ports.Landing
 	if target == "-" {
-		landing, err = localfs.Spool(p.stdout)
+		landing, err = osfs.WriteOnCommit(p.stdout)
 	} else {
-		landing, err = localfs.CreateAt(target)
+		landing, err = osfs.CreateAt(target)
 	}
 	if err != nil {
 		return err
 	}
-	fetched, err := files.Fetch(ctx, rel, application.Unlimited, landing)
+	fetched, err := files.Fetch(ctx, rel, operator.Unlimited, landing)
 	if err != nil {
 		return refused(shown(rel.String()), err)
 	}
@@ -184,7 +184,7 @@ func (p *program) filesPull(ctx context.Context, v config.Values) error {
 	}
 	defer cleanup()
 	dryRun := v.Switch("dry-run")
-	summary, err := mirror.Pull(ctx, application.PullOptions{Jobs: jobs, Delete: v.Switch("delete"), DryRun: dryRun})
+	summary, err := mirror.Pull(ctx, operator.PullOptions{Jobs: jobs, Delete: v.Switch("delete"), DryRun: dryRun})
 	if err != nil {
 		return refused("the listing", err)
 	}
@@ -201,7 +201,7 @@ func (p *program) filesPull(ctx context.Context, v config.Values) error {
 
 // printPull writes what a pull did on stderr: a line per failure, per changed file and, on a
 // dry run, per planned step, then the one-line summary.
-func printPull(w io.Writer, s application.PullSummary, dryRun bool) {
+func printPull(w io.Writer, s operator.PullSummary, dryRun bool) {
 	if dryRun {
 		for _, p := range s.FetchedPaths {
 			fmt.Fprintf(w, "would fetch %s\n", shown(p))

@@ -39,8 +39,9 @@ const macDomain = "murmur-peer-handle-v1"
 // the boundary between payload and audience always changes the input.
 const macSeparator = 0x1F
 
-// keySize is the length of an instance key (docs/peer-plane.md, "The minting key").
-const keySize = 32
+// KeySize is the length of an instance key in bytes (docs/peer-plane.md, "The minting key"): a
+// key of any other length verifies nothing. adapters/keys makes keys of this size.
+const KeySize = 32
 
 // b64 is the one base64 alphabet of both segments: URL-safe and unpadded, so a token needs no
 // escaping in a request path. Strict makes decoding reject non-zero trailing bits, so each

@@ -117,7 +117,7 @@ func (s *Signer) VerifyMAC(t Token, audience, jkt string) (bound bool, err error
 // usableKey reports whether key has the instance key's length and is not all zero. The scan
 // touches every byte whatever their values, so it leaks nothing about where a non-zero byte is.
 func usableKey(key []byte) bool {
-	if len(key) != keySize {
+	if len(key) != KeySize {
 		return false
 	}
 	var acc byte

@@ -35,6 +35,36 @@ type Manifest struct {
 	AfterTask AfterTask
 }
 
+// Planes lists the declared planes in their documented order (docs/http-api.md, "The agent
+// card"): "files", then "peer_files"; empty, not nil, when neither is declared.
+func (m Manifest) Planes() []string {
+	planes := []string{}
+	if m.Files != nil {
+		planes = append(planes, "files")
+	}
+	if m.PeerFiles != nil {
+		planes = append(planes, "peer_files")
+	}
+	return planes
+}
+
+// DeclaresPeerPlane says whether either peer-plane grant is declared: exports.peer_files
+// (this capsule shares) or capabilities.peer_fetch (it fetches).
+func (m Manifest) DeclaresPeerPlane() bool { return m.PeerFiles != nil || m.PeerFetch != nil }
+
+// Roots maps each declared export root's field ("exports.files.root",
+// "exports.peer_files.root") to the root.
+func (m Manifest) Roots() map[string]string {
+	roots := map[string]string{}
+	if m.Files != nil {
+		roots["exports.files.root"] = m.Files.Root.String()
+	}
+	if m.PeerFiles != nil {
+		roots["exports.peer_files.root"] = m.PeerFiles.Root.String()
+	}
+	return roots
+}
+
 // FilesExport is the operator plane's grant.
 type FilesExport struct {
 	Root     Root

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,34 @@ func TestAfterTaskIsExitOrSleep(t *testing.T) {
 		if _, err := ParseAfterTask(in); err == nil {
 			t.Errorf("ParseAfterTask(%q) accepted", in)
 		}
+	}
+}
+
+func TestPlanesAndRootsFollowTheDeclarations(t *testing.T) {
+	root := func(s string) Root {
+		r, err := ParseRoot(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		rule   string
+		m      Manifest
+		planes []string
+		roots  map[string]string
+	}{
+		{"neither plane: an empty list, not nil", Manifest{}, []string{}, map[string]string{}},
+		{"files before peer_files", Manifest{PeerFiles: &PeerFilesExport{Root: root("h")}, Files: &FilesExport{Root: root("out/")}},
+			[]string{"files", "peer_files"}, map[string]string{"exports.files.root": "out/", "exports.peer_files.root": "h"}},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			if got := tc.m.Planes(); !reflect.DeepEqual(got, tc.planes) {
+				t.Errorf("Planes() = %#v, want %#v", got, tc.planes)
+			}
+			if got := tc.m.Roots(); !reflect.DeepEqual(got, tc.roots) {
+				t.Errorf("Roots() = %v, want %v", got, tc.roots)
+			}
+		})
 	}
 }

@@ -35,6 +35,22 @@ const (
 	Off Mode = "off"
 )
 
+// State is the ready line's and the status's "peer_proof" (docs/peer-plane.md, "Proof of
+// possession") under mode, peerPlane saying whether a peer-plane grant (exports.peer_files or
+// capabilities.peer_fetch) is declared: "required" under Required; "bound" under Auto with a
+// grant, so that this capsule binds handles for keyed peers, or advertises a key and proves
+// with it, or both; "none" otherwise.
+func State(mode Mode, peerPlane bool) string {
+	switch {
+	case mode == Required:
+		return "required"
+	case mode == Auto && peerPlane:
+		return "bound"
+	default:
+		return "none"
+	}
+}
+
 // ParseMode reads --peer-proof.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {

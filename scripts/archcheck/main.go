@@ -2,10 +2,14 @@
 // package of the module with its direct imports and fails when one points the wrong way.
 //
 //	domain/...      stdlib and domain only
-//	ports           stdlib and domain
-//	application     stdlib, domain and ports
-//	adapters/<a>/.. stdlib, domain, ports, application, its own subpackages, libraries;
-//	                never another adapter
+//	ports           stdlib, domain and ports
+//	application     stdlib, domain and ports; application/operator (the operator's client)
+//	                and the rest of application do not import each other
+//	adapters/<a>/.. stdlib, domain, ports, application, its own subpackages, adapters/internal/...,
+//	                libraries; never another adapter
+//	adapters/internal/<x>
+//	                what adapters share (the EINTR retry, the outbound HTTP client): stdlib,
+//	                golang.org/x/... and domain only
 //	cmd/...         anything; it reaches the application through the root package
 //	root            the composition root; nothing but cmd/... may import it
 //
@@ -79,14 +83,23 @@ func violation(pkg, imp string) string {
 		}
 	case "ports":
 		if !own || (layer(target) != "domain" && layer(target) != "ports") {
-			return "ports may import only the standard library and domain"
+			return "ports may import only the standard library, domain and ports"
 		}
 	case "application":
 		if !own || !oneOf(layer(target), "domain", "ports", "application") {
 			return "application may import only the standard library, domain and ports"
 		}
+		if layer(target) == "application" && operatorSide(pkg) != operatorSide(target) {
+			return "the service's use cases (application) and the operator's client (application/operator) do not import each other"
+		}
 	case "adapters":
-		if own && layer(target) == "adapters" && adapterOf(target) != adapterOf(pkg) {
+		if shared(pkg) {
+			if (own && layer(target) != "domain") || (!own && !strings.HasPrefix(imp, "golang.org/x/")) {
+				return "a package under adapters/internal may import only the standard library, golang.org/x/... and domain"
+			}
+			return ""
+		}
+		if own && layer(target) == "adapters" && !shared(target) && adapterOf(target) != adapterOf(pkg) {
 			return "an adapter may not import another adapter"
 		}
 		if own && !oneOf(layer(target), "domain", "ports", "application", "adapters") {
@@ -95,6 +108,15 @@ func violation(pkg, imp string) string {
 	}
 	return ""
 }
+
+// operatorSide reports whether pkg holds the operator's client's use cases.
+func operatorSide(pkg string) bool {
+	return pkg == "application/operator" || strings.HasPrefix(pkg, "application/operator/")
+}
+
+// shared reports whether pkg is one of the packages under adapters/internal/, which any adapter
+// may import: they hold what adapters share without importing one another.
+func shared(pkg string) bool { return strings.HasPrefix(pkg, "adapters/internal/") }
 
 // adapterOf returns "adapters/<name>" for a package under adapters/.
 func adapterOf(pkg string) string {

@@ -302,6 +302,22 @@ capabilities:
 	}
 }
 
+// TestCheckShowsTheWarningsServeWouldLog pins docs/operator-guide.md, "resplane check": a
+// pre-flight check that passes still prints, on stderr, one warning[W-SEC-019] line for every
+// unknown key serve would warn about — so a mistyped block (exports.file for exports.files),
+// which declares nothing, is visible before the launch — and keeps stdout the one grants line.
+func TestCheckShowsTheWarningsServeWouldLog(t *testing.T) {
+	_, manifest := bbLaunchDir(t, "name: x\nexports:\n  file:\n    root: out/\n    mode: read-only\n", nil)
+	code, stdout, stderr := harness.RunCLI(t, nil, "check", "--manifest", manifest)
+	if code != 0 || !strings.HasPrefix(stdout, `{"exports_files":null,`) || strings.Count(stdout, "\n") != 1 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "warning[W-SEC-019]: ") || !strings.Contains(lines[0], "exports.file") {
+		t.Errorf("stderr %q: want exactly one warning[W-SEC-019] line naming exports.file", stderr)
+	}
+}
+
 // TestCheckPrintsTheGrantsLineAndCreatesNothing pins docs/operator-guide.md, "resplane check":
 // one JSON line with the
 // effective grants, exactly the documented shape and key order (undeclared blocks null, absent
@@ -550,4 +566,31 @@ func mustGetwd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return wd
+}
+
+// TestTheWorkdirIsCreatedAloneAndSaidSo pins docs/operator-guide.md, "Files resplane
+// creates": a --workdir that does not exist is created (its parent must exist) and the
+// service says so once it serves, with each declared export root that does not exist yet; a
+// --workdir whose parent is missing — a mistyped path — is refused with one line, exit 1, and
+// nothing is created.
+func TestTheWorkdirIsCreatedAloneAndSaidSo(t *testing.T) {
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""), Args: []string{"--workdir", fresh}})
+	if p.Ready.Workdir != fresh {
+		t.Fatalf("served %s, want %s", p.Ready.Workdir, fresh)
+	}
+	p.WaitForStderr(t, "created the workdir")
+	p.WaitForStderr(t, `"field":"exports.files.root","root":"out/"`)
+
+	dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", ""), nil)
+	before := bbTree(t, dir)
+	typo := filepath.Join(dir, "wokrdir", "session", "wd")
+	code, stdout, stderr := harness.RunCLI(t, nil, "serve", "--manifest", manifest, "--workdir", typo, "--listen", "127.0.0.1:0")
+	want := "resplane serve: --workdir " + typo + ": its parent directory " + filepath.Dir(typo) + " does not exist; create it, or fix the path\n"
+	if code != 1 || stdout != "" || stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and %q", code, stdout, stderr, want)
+	}
+	if after := bbTree(t, dir); !slices.Equal(before, after) {
+		t.Errorf("a refused workdir created %v", after)
+	}
 }

@@ -206,8 +206,19 @@ func TestMetricsAndSpansSeeEveryTracedRequestAndNoToken(t *testing.T) {
 			}
 			series++
 		}
-		if got := len(families["resplane_requests_total"].GetMetric()) + len(families["resplane_tool_calls_total"].GetMetric()); got != series {
-			t.Errorf("%d request and tool series, want exactly the %d outcomes the trace holds", got, series)
+		moved := 0 // every series starts at 0 (docs/operator-guide.md, "Metrics"): only the trace's outcomes may move
+		for _, name := range []string{"resplane_requests_total", "resplane_tool_calls_total"} {
+			for _, m := range families[name].GetMetric() {
+				if m.GetCounter().GetValue() != 0 {
+					moved++
+				}
+			}
+		}
+		if moved != series {
+			t.Errorf("%d request and tool series moved, want exactly the %d outcomes the trace holds", moved, series)
+		}
+		if got := bbValue(families, "resplane_tool_calls_total", "tool", "share-file", "outcome", "peer_unreachable"); got != 0 {
+			t.Errorf("share-file's peer_unreachable = %v before any such call, want a series at 0", got)
 		}
 		for _, want := range []struct {
 			name   string
@@ -233,8 +244,14 @@ func TestMetricsAndSpansSeeEveryTracedRequestAndNoToken(t *testing.T) {
 				t.Errorf("no %s: the Go and process collectors are missing", name)
 			}
 		}
-		if dropped, ok := families["resplane_trace_sink_dropped_events_total"]; ok {
-			t.Errorf("trace events were dropped: %v", dropped)
+		dropped := families["resplane_trace_sink_dropped_events_total"]
+		for _, m := range dropped.GetMetric() {
+			if m.GetCounter().GetValue() != 0 {
+				t.Errorf("trace events were dropped: %v", dropped)
+			}
+		}
+		if n := len(dropped.GetMetric()); n != 4 {
+			t.Errorf("%d dropped-event series, want the 4 of the sinks that are on, at 0 from the start", n)
 		}
 		if strings.Contains(text, "mh1.") || strings.Contains(text, "report.md") {
 			t.Errorf("the metrics hold a token or a path:\n%s", text)

@@ -287,6 +287,17 @@ func (p *Process) Kill(t testing.TB) {
 // capsule has one).
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
+// WaitForStderr waits up to 5 s for the service's stderr to contain want, and fails the test
+// naming what it holds otherwise: lines logged right after the ready line may follow it.
+func (p *Process) WaitForStderr(t testing.TB, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(p.Stderr(), want); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stderr never held %q:\n%s", want, p.Stderr())
+		}
+	}
+}
+
 // Stderr returns everything the process wrote to stderr so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
 

@@ -15,8 +15,8 @@ import (
 
 // The input schemas of docs/control-api.md, "GET /v1/tools".
 const (
-	shareSchema = `{"type":"object","properties":{"path":{"type":"string"},"peer":{"type":"string"},"ttl":{"type":"string"}},"required":["path","peer"]}`
-	fetchSchema = `{"type":"object","properties":{"peer":{"type":"string"},"handle":{"type":"string"}},"required":["peer","handle"]}`
+	shareSchema = `{"type":"object","properties":{"path":{"type":"string","description":"The file to share, relative to exports.peer_files.root, such as report.md or results/table.csv. Only regular files under that root can be shared."},"peer":{"type":"string","description":"The peer capsule's address: host:port (localhost:41234) or an http(s) URL. It must be in capabilities.network.allow."},"ttl":{"type":"string","description":"How long the handle stays valid: seconds (90) or a number suffixed s, m, h or d (90s, 15m, 2h). At most max_ttl: a longer one is shortened to it. Absent means max_ttl."}},"required":["path","peer"]}`
+	fetchSchema = `{"type":"object","properties":{"peer":{"type":"string","description":"The address of the peer capsule that sent the handle: host:port (localhost:41234) or an http(s) URL. It must be in capabilities.peer_fetch.allow."},"handle":{"type":"string","description":"The handle the peer sent, exactly as received (it starts with mh1.)."}},"required":["peer","handle"]}`
 )
 
 const manifestBoth = `name: Delta

@@ -1,4 +1,4 @@
-package spool
+package osfs
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/adapters/internal/eintr"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -18,34 +18,76 @@ import (
 // unnamed files (O_TMPFILE): NFS, FAT, and kernels before 3.11, among others.
 var ErrNoUnnamedFiles = errors.New("the spool directory's filesystem cannot make unnamed files (O_TMPFILE)")
 
-// Dir is a spool directory (ports.Spool).
-type Dir struct {
+// Spool keeps the private snapshots of large reads in unnamed files (ports.Spool), so a
+// response waiting for a slow client holds a file descriptor and disk-backed page cache instead
+// of the process's memory.
+//
+// A Spool holds one descriptor of the spool directory, opened by OpenSpool with
+// O_DIRECTORY|O_NOFOLLOW, and makes every snapshot relative to it with
+// openat(".", O_TMPFILE|O_EXCL|O_RDWR), mode 0600. Fill copies a source that has a descriptor
+// with copy_file_range(2), which the kernel turns into a reflink (a copy-on-write clone of the
+// extents, no data copied) where the filesystem supports it (XFS, btrfs) and into an in-kernel
+// copy elsewhere; only a source without a descriptor, or a pair of files the kernel cannot copy
+// between, passes through a 64 KiB buffer. Fill writes at explicit offsets, so a snapshot's
+// own file offset stays on its first byte until it is read out.
+//
+// What this guarantees:
+//
+//   - A snapshot never has a name: O_TMPFILE creates it unlinked, and O_EXCL stops it from
+//     ever being linked into a directory. Nothing can open it by a path, and a crash or
+//     kill -9 at any instant leaves no file behind; the kernel frees its blocks when its last
+//     descriptor is closed.
+//   - Its bytes are written only by Fill, from the source the caller hands it: no other
+//     writer shares the file, so the bytes read back (hashed, then sent) are the bytes
+//     filled.
+//   - A snapshot's file offset is moved only by reading Content, which therefore starts at
+//     the first byte and stops at the last one filled; it is an *io.LimitedReader over the
+//     *os.File, so net/http sends it with sendfile(2).
+//   - Every snapshot is a new file, never one an earlier snapshot used: sendfile(2) leaves
+//     references to the file's pages on the socket, not copies, and rewriting them for a
+//     later snapshot would change a body already counted sent. Closing a snapshot frees its
+//     file once the socket lets go of the pages, and the pages are never written again.
+//   - Errors are io_error refusals carrying the operating system's text, never a host path.
+//   - A directory whose filesystem cannot make unnamed files is found at OpenSpool, by making one
+//     (ErrNoUnnamedFiles), not at the first large read.
+//
+// What it does not guarantee:
+//
+//   - A process of the same user that may ptrace this one can open a snapshot through
+//     /proc/<pid>/fd and change it between hashing and sending, as it could change the
+//     process's memory. Marking the process non-dumpable closes that to everyone but root.
+//   - A snapshot's bytes may reach the spool directory's disk: the kernel writes dirty pages
+//     back after about 30 s (vm.dirty_expire_centisecs) or under memory pressure, and frees
+//     them only when the snapshot is closed. They are the export's bytes, on the filesystem
+//     the operator chose with --spool-dir.
+//   - A full spool filesystem fails the read (io_error: no space left on device); the spool
+//     budget (--spool-budget) is what keeps the total below what the filesystem holds.
+//   - The directory's descriptor keeps pointing at the directory that was opened; if it is
+//     removed later, every Create fails.
+//
+// A Spool is safe for concurrent use.
+type Spool struct {
 	fd int
 }
 
-var _ ports.Spool = (*Dir)(nil)
+var _ ports.Spool = (*Spool)(nil)
 
-// Open creates dir (mode 0700) when it is missing, opens it without following a final symlink,
-// and hands it to OpenDirectory. The error names the path; it is meant for the operator at
-// startup. The caller must Close the Dir.
-func Open(dir string) (*Dir, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the spool directory: %w", err)
-	}
-	fd, err := retry(func() (int, error) {
-		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	})
+// OpenSpool creates dir (mode 0700) when it is missing, opens it without following a final
+// symlink, and hands it to OpenSpoolDirectory. The error names the path; it is meant for the
+// operator at startup. The caller must Close the Spool.
+func OpenSpool(dir string) (*Spool, error) {
+	fd, err := createDir(dir, 0o700, unix.O_NOFOLLOW, "the spool directory")
 	if err != nil {
-		return nil, fmt.Errorf("opening the spool directory %s: %w", dir, err)
+		return nil, err
 	}
-	return OpenDirectory(os.NewFile(uintptr(fd), dir))
+	return OpenSpoolDirectory(os.NewFile(uintptr(fd), dir))
 }
 
-// OpenDirectory takes dir, an opened directory (such as the held session directory's
+// OpenSpoolDirectory takes dir, an opened directory (such as the held session directory's
 // descriptor), as the spool, and makes one unnamed file in it to learn that it can; it owns
 // dir from then on, closing it on failure. The error names the directory; it is meant for
 // the operator at startup.
-func OpenDirectory(dir *os.File) (*Dir, error) {
+func OpenSpoolDirectory(dir *os.File) (*Spool, error) {
 	fd, err := unix.FcntlInt(dir.Fd(), unix.F_DUPFD_CLOEXEC, 0) // close-on-exec from the start
 	name := dir.Name()
 	_ = dir.Close()
@@ -55,27 +97,27 @@ func OpenDirectory(dir *os.File) (*Dir, error) {
 	probe, err := openUnnamed(fd)
 	if err != nil {
 		unix.Close(fd)
-		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
+		if noUnnamedFiles(err) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrNoUnnamedFiles, name, err)
 		}
 		return nil, fmt.Errorf("making an unnamed file in the spool directory %s: %w", name, err)
 	}
 	unix.Close(probe)
-	return &Dir{fd: fd}, nil
+	return &Spool{fd: fd}, nil
 }
 
 // Close releases the directory's descriptor. No Create may be running or follow; snapshots
 // already made stay usable.
-func (d *Dir) Close() error { return unix.Close(d.fd) }
+func (d *Spool) Close() error { return unix.Close(d.fd) }
 
 // Create implements ports.Spool: always a new unnamed file. A file is never reused for a
 // later snapshot: sendfile(2) queues references to the file's pages on the socket, not copies,
 // so rewriting them for the next snapshot would change bytes of a body already counted sent
 // (docs/decisions/0082-the-read-path-budgets-snapshots-and-deadlines.md).
-func (d *Dir) Create() (ports.Snapshot, error) {
+func (d *Spool) Create() (ports.Snapshot, error) {
 	fd, err := openUnnamed(d.fd)
 	if err != nil {
-		return nil, failed("no snapshot file could be made", err)
+		return nil, failed(inSpool, "no snapshot file could be made", err)
 	}
 	return &snapshot{file: os.NewFile(uintptr(fd), "spool snapshot")}, nil
 }
@@ -83,7 +125,7 @@ func (d *Dir) Create() (ports.Snapshot, error) {
 // openUnnamed makes a new unnamed file in the directory dirfd: readable and writable by this
 // process only, and never linkable into a directory (O_EXCL).
 func openUnnamed(dirfd int) (int, error) {
-	return retry(func() (int, error) {
+	return eintr.Retry(func() (int, error) {
 		return unix.Openat(dirfd, ".", unix.O_TMPFILE|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	})
 }
@@ -100,7 +142,7 @@ type snapshot struct {
 // between, or only the read that confirms the source's end.
 func (s *snapshot) Fill(src io.Reader, n int64) (int64, error) {
 	if s.closed {
-		return 0, failed("the snapshot was closed", os.ErrClosed)
+		return 0, failed(inSpool, "the snapshot was closed", os.ErrClosed)
 	}
 	copied, err := s.copyInKernel(src, n)
 	if err == nil && copied < n {
@@ -129,13 +171,13 @@ func (s *snapshot) copyInKernel(src io.Reader, n int64) (int64, error) {
 	err = raw.Control(func(fd uintptr) {
 		for copied < n {
 			off := s.size
-			m, err := unix.CopyFileRange(int(fd), nil, dst, &off, int(min(n-copied, maxCopy)), 0)
+			m, err := eintr.Retry(func() (int, error) {
+				return unix.CopyFileRange(int(fd), nil, dst, &off, int(min(n-copied, maxCopy)), 0)
+			})
 			switch {
-			case err == unix.EINTR:
-				continue
 			case err != nil:
 				if copied > 0 || !cannotCopy(err) {
-					copyErr = failed("the snapshot could not be filled", err)
+					copyErr = failed(inSpool, "the snapshot could not be filled", err)
 				}
 				return
 			case m == 0:
@@ -146,7 +188,7 @@ func (s *snapshot) copyInKernel(src io.Reader, n int64) (int64, error) {
 		}
 	})
 	if err != nil {
-		return copied, failed("the file's descriptor could not be used", err)
+		return copied, failed(inSpool, "the file's descriptor could not be used", err)
 	}
 	return copied, copyErr
 }
@@ -175,7 +217,7 @@ func (s *snapshot) copyThrough(src io.Reader, n int64) (int64, error) {
 		m, err := src.Read((*buf)[:min(int64(len(*buf)), n-copied)])
 		if m > 0 {
 			if _, werr := s.file.WriteAt((*buf)[:m], s.size); werr != nil {
-				return copied, failed("the snapshot could not be written", werr)
+				return copied, failed(inSpool, "the snapshot could not be written", werr)
 			}
 			copied += int64(m)
 			s.size += int64(m)
@@ -213,7 +255,7 @@ func (s *snapshot) ReadAt(p []byte, off int64) (int, error) {
 // bytes. Only Content moves the file's offset; Fill and ReadAt use explicit offsets.
 func (s *snapshot) Content() io.Reader {
 	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
-		return errReader{failed("the snapshot could not be rewound", err)}
+		return errReader{failed(inSpool, "the snapshot could not be rewound", err)}
 	}
 	return &io.LimitedReader{R: s.file, N: s.size}
 }
@@ -231,26 +273,4 @@ func (s *snapshot) Close() error {
 	}
 	s.closed = true
 	return s.file.Close()
-}
-
-// failed is the io_error refusal for a spool failure: what went wrong and the operating
-// system's description of why (never a path, never an errno number), keeping the error as
-// its cause.
-func failed(what string, cause error) *refusal.Refusal {
-	detail := cause
-	var errno unix.Errno
-	if errors.As(cause, &errno) {
-		detail = errno
-	}
-	return refusal.IO(what + ": " + detail.Error()).Wrapping(cause)
-}
-
-// retry repeats a system call a signal interrupted (EINTR), as the os package does.
-func retry(call func() (int, error)) (int, error) {
-	for {
-		n, err := call()
-		if err != unix.EINTR {
-			return n, err
-		}
-	}
 }

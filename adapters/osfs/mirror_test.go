@@ -1,4 +1,4 @@
-package localfs_test
+package osfs_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resplane/resplane/adapters/localfs"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
@@ -22,11 +22,11 @@ import (
 
 // open lays out a temp dir and opens its "m" directory as the mirror; outside it, "out/"
 // holds what must never be touched.
-func open(t *testing.T, layout fixture.Layout) (*localfs.Dir, string) {
+func open(t *testing.T, layout fixture.Layout) (*osfs.Mirror, string) {
 	t.Helper()
 	base := t.TempDir()
 	fixture.Write(t, base, layout)
-	d, err := localfs.Open(filepath.Join(base, "m"))
+	d, err := osfs.OpenMirror(filepath.Join(base, "m"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestASwappedDirectoryNeverRedirectsALanding(t *testing.T) {
 func TestCreateAtReplacesAFileAtomicallyAndRefusesADirectory(t *testing.T) {
 	base := t.TempDir()
 	fixture.Write(t, base, fixture.Layout{"f.txt": "earlier", "dir/": ""})
-	l, err := localfs.CreateAt(filepath.Join(base, "f.txt"))
+	l, err := osfs.CreateAt(filepath.Join(base, "f.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,24 +259,24 @@ func TestCreateAtReplacesAFileAtomicallyAndRefusesADirectory(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(base, "f.txt")); string(data) != "new" {
 		t.Fatalf("f.txt = %q", data)
 	}
-	if _, err := localfs.CreateAt(filepath.Join(base, "dir")); !refusal.Is(err, refusal.UnsafePath) {
+	if _, err := osfs.CreateAt(filepath.Join(base, "dir")); !refusal.Is(err, refusal.UnsafePath) {
 		t.Fatalf("CreateAt(dir) = %v; want unsafe_path", err)
 	}
-	if _, err := localfs.CreateAt(filepath.Join(base, "nodir", "f")); err == nil {
+	if _, err := osfs.CreateAt(filepath.Join(base, "nodir", "f")); err == nil {
 		t.Fatalf("CreateAt in a missing directory succeeded")
 	}
 	requireOnly(t, base, "f.txt")
 }
 
-func TestSpoolWritesOnlyACommittedDownload(t *testing.T) {
+func TestWriteOnCommitWritesOnlyACommittedDownload(t *testing.T) {
 	var out bytes.Buffer
-	discarded, err := localfs.Spool(&out)
+	discarded, err := osfs.WriteOnCommit(&out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _ = discarded.Write([]byte("unverified"))
 	discarded.Discard()
-	committed, err := localfs.Spool(&out)
+	committed, err := osfs.WriteOnCommit(&out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package spool_test
+package osfs_test
 
 import (
 	"bytes"
@@ -13,15 +13,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/resplane/resplane/adapters/spool"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
 	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
-func openDir(t *testing.T, dir string) *spool.Dir {
+func openDir(t *testing.T, dir string) *osfs.Spool {
 	t.Helper()
-	d, err := spool.Open(dir)
+	d, err := osfs.OpenSpool(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func openDir(t *testing.T, dir string) *spool.Dir {
 	return d
 }
 
-func create(t *testing.T, d *spool.Dir) ports.Snapshot {
+func create(t *testing.T, d *osfs.Spool) ports.Snapshot {
 	t.Helper()
 	s, err := d.Create()
 	if err != nil {
@@ -160,15 +160,15 @@ func TestASnapshotCanNeverBeLinkedIntoADirectory(t *testing.T) {
 func TestOpenRefusesASymlinkedDirectory(t *testing.T) {
 	base := t.TempDir()
 	fixture.Write(t, base, fixture.Layout{"real/": "", "link -> real": ""})
-	if _, err := spool.Open(filepath.Join(base, "link")); err == nil || errors.Is(err, spool.ErrNoUnnamedFiles) {
+	if _, err := osfs.OpenSpool(filepath.Join(base, "link")); err == nil || errors.Is(err, osfs.ErrNoUnnamedFiles) {
 		t.Fatalf("Open through a symlink = %v, want a refusal that is not about O_TMPFILE", err)
 	}
 }
 
 func TestOpenTellsAFilesystemWithoutUnnamedFiles(t *testing.T) {
 	// procfs cannot make O_TMPFILE files; it is on every Linux this runs on.
-	_, err := spool.Open("/proc")
-	if !errors.Is(err, spool.ErrNoUnnamedFiles) {
+	_, err := osfs.OpenSpool("/proc")
+	if !errors.Is(err, osfs.ErrNoUnnamedFiles) {
 		t.Fatalf("Open(/proc) = %v, want ErrNoUnnamedFiles", err)
 	}
 }

@@ -1,4 +1,4 @@
-package application
+package operator
 
 import (
 	"context"
@@ -139,15 +139,15 @@ func tooLargeToFetch(size, limit int64) *refusal.Refusal {
 }
 
 // serviceRefusal turns a non-200 answer into the service's refusal, with the code rule
-// fetch-peer-file applies to a peer's (foreignCode). The message is the service's own, made
+// fetch-peer-file applies to a peer's (refusal.Foreign). The message is the service's own, made
 // printable, or a sentence of ours when it sent none.
 func serviceRefusal(a ports.RemoteAnswer) *refusal.Refusal {
-	code := foreignCode(a.Status, a.ErrorCode)
+	code := refusal.Foreign(a.Status, a.ErrorCode)
 	message := printable(a.ErrorMessage)
 	if message == "" {
 		message = "The service answered " + strconv.Itoa(a.Status) + " without a refusal message."
 	}
-	return refusal.WithMessage(refusal.Code(code), message)
+	return refusal.WithMessage(code, message)
 }
 
 // maxForeignMessage bounds how much of a service's message is shown.

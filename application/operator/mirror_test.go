@@ -1,4 +1,4 @@
-package application_test
+package operator_test
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resplane/resplane/adapters/localfs"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/terminal"
-	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
@@ -122,20 +122,20 @@ func (f *fakeExport) FilesURL() string { return "http://service/resources/files"
 func (f *fakeExport) FileURL(rel pathpolicy.RelPath) string { return f.FilesURL() + "/" + rel.String() }
 
 // mirrorInto returns a Mirror of export into a new temp dir laid out as local.
-func mirrorInto(t *testing.T, export *fakeExport, local fixture.Layout) (*application.Mirror, string) {
+func mirrorInto(t *testing.T, export *fakeExport, local fixture.Layout) (*operator.Mirror, string) {
 	t.Helper()
 	dir := t.TempDir()
 	fixture.Write(t, dir, local)
 	target := filepath.Join(dir, "mirror")
-	d, err := localfs.Open(target)
+	d, err := osfs.OpenMirror(target)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	return application.NewMirror(application.NewRemoteFiles(export), d, terminal.Silent{}), target
+	return operator.NewMirror(operator.NewRemoteFiles(export), d, terminal.Silent{}), target
 }
 
-func pull(t *testing.T, m *application.Mirror, opts application.PullOptions) application.PullSummary {
+func pull(t *testing.T, m *operator.Mirror, opts operator.PullOptions) operator.PullSummary {
 	t.Helper()
 	s, err := m.Pull(context.Background(), opts)
 	if err != nil {
@@ -178,7 +178,7 @@ func requireTree(t *testing.T, dir string, want map[string]string) {
 	}
 }
 
-func failureCodes(s application.PullSummary) map[string]refusal.Code {
+func failureCodes(s operator.PullSummary) map[string]refusal.Code {
 	codes := map[string]refusal.Code{}
 	for _, f := range s.Failures {
 		codes[f.Path] = f.Err.Code
@@ -189,7 +189,7 @@ func failureCodes(s application.PullSummary) map[string]refusal.Code {
 func TestPullFetchesWhatIsMissingOrDifferentAndKeepsWhatIsTheSame(t *testing.T) {
 	export := newExport(map[string]string{"same.txt": "same\n", "changed.txt": "new\n", "missing/deep.txt": "deep\n"})
 	m, dir := mirrorInto(t, export, fixture.Layout{"mirror/same.txt": "same\n", "mirror/changed.txt": "old!\n"})
-	s := pull(t, m, application.PullOptions{Jobs: 2})
+	s := pull(t, m, operator.PullOptions{Jobs: 2})
 	if s.Fetched != 2 || s.Unchanged != 1 || s.Failed != 0 || s.Bytes != int64(len("new\n")+len("deep\n")) {
 		t.Fatalf("summary %+v; want 2 fetched, 1 unchanged, 9 bytes", s)
 	}
@@ -229,7 +229,7 @@ func TestPullRefusesListedPathsItCannotWriteSafely(t *testing.T) {
 			export.extra = []ports.RemoteEntry{{Path: tc.path, Size: 6, SHA256: sum("hostil")}}
 			export.answers[strings.TrimPrefix(tc.path, "/")] = fakeAnswer{status: 200, body: "hostil"}
 			m, dir := mirrorInto(t, export, tc.local)
-			s := pull(t, m, application.PullOptions{Jobs: 1})
+			s := pull(t, m, operator.PullOptions{Jobs: 1})
 			if s.Fetched != 1 || s.Failed != 1 || failureCodes(s)[tc.path] != tc.code {
 				t.Fatalf("summary %+v (failures %v); want ok.txt fetched and %q failed %s", s, failureCodes(s), tc.path, tc.code)
 			}
@@ -262,7 +262,7 @@ func TestPullLandsOnlyBodiesThatMatchTheirEtag(t *testing.T) {
 			export := newExport(map[string]string{"a.txt": "the listed bytes"})
 			export.answers["a.txt"] = tc.answer
 			m, dir := mirrorInto(t, export, fixture.Layout{"mirror/a.txt": "the earlier copy"})
-			s := pull(t, m, application.PullOptions{Jobs: 1})
+			s := pull(t, m, operator.PullOptions{Jobs: 1})
 			if s.Failed != 1 || failureCodes(s)["a.txt"] != tc.code {
 				t.Fatalf("failures %v; want a.txt %s", failureCodes(s), tc.code)
 			}
@@ -275,7 +275,7 @@ func TestAFileChangedBetweenListingAndReadIsLandedAsReadAndReported(t *testing.T
 	export := newExport(map[string]string{"a.txt": "as listed"})
 	export.answers["a.txt"] = fakeAnswer{status: 200, body: "rewritten since"}
 	m, dir := mirrorInto(t, export, nil)
-	s := pull(t, m, application.PullOptions{})
+	s := pull(t, m, operator.PullOptions{})
 	if s.Fetched != 1 || s.Failed != 0 || !slices.Equal(s.Changed, []string{"a.txt"}) {
 		t.Fatalf("summary %+v; want a.txt fetched and reported changed", s)
 	}
@@ -290,7 +290,7 @@ func TestAListingThatNamesAPathTwiceOrGivesNoDigestFailsThatEntry(t *testing.T) 
 		{Path: "c.txt", Size: -1, SHA256: sum("c")},
 	}
 	m, dir := mirrorInto(t, export, nil)
-	s := pull(t, m, application.PullOptions{})
+	s := pull(t, m, operator.PullOptions{})
 	want := map[string]refusal.Code{"a.txt/": refusal.InvalidListing, "b.txt": refusal.InvalidListing, "c.txt": refusal.InvalidListing}
 	if s.Fetched != 1 || !maps.Equal(failureCodes(s), want) {
 		t.Fatalf("summary %+v, failures %v; want a.txt fetched and %v", s, failureCodes(s), want)
@@ -311,7 +311,7 @@ func TestDeleteRemovesOnlyUnlistedRegularFiles(t *testing.T) {
 		"out/victim.txt":           "outside",
 		"mirror/empty/":            "",
 	})
-	s := pull(t, m, application.PullOptions{Delete: true})
+	s := pull(t, m, operator.PullOptions{Delete: true})
 	if s.Deleted != 2 || !slices.Equal(s.DeletedPaths, []string{"gone.txt", "sub/gone.txt"}) || s.Failed != 1 {
 		t.Fatalf("summary %+v; want gone.txt and sub/gone.txt deleted and failing.txt failed", s)
 	}
@@ -329,7 +329,7 @@ func TestDeleteRemovesOnlyUnlistedRegularFiles(t *testing.T) {
 func TestADryRunChangesNothing(t *testing.T) {
 	export := newExport(map[string]string{"new.txt": "new", "same.txt": "same"})
 	m, dir := mirrorInto(t, export, fixture.Layout{"mirror/same.txt": "same", "mirror/unlisted.txt": "x"})
-	s := pull(t, m, application.PullOptions{Delete: true, DryRun: true})
+	s := pull(t, m, operator.PullOptions{Delete: true, DryRun: true})
 	if s.Fetched != 1 || s.Unchanged != 1 || s.Deleted != 1 || s.Bytes != 3 ||
 		!slices.Equal(s.FetchedPaths, []string{"new.txt"}) || !slices.Equal(s.DeletedPaths, []string{"unlisted.txt"}) {
 		t.Fatalf("summary %+v; want the plan: fetch new.txt (3 bytes), delete unlisted.txt", s)
@@ -344,7 +344,7 @@ func TestARefusedListingChangesNothing(t *testing.T) {
 	export := newExport(nil)
 	export.refuse = &ports.RemoteAnswer{Status: 404, ErrorCode: "no_resource_plane", ErrorMessage: "no plane\x1b]0;pwned\x07"}
 	m, dir := mirrorInto(t, export, fixture.Layout{"mirror/a.txt": "a"})
-	_, err := m.Pull(context.Background(), application.PullOptions{Delete: true})
+	_, err := m.Pull(context.Background(), operator.PullOptions{Delete: true})
 	r, ok := refusal.As(err)
 	if !ok || r.Code != "no_resource_plane" || strings.ContainsAny(r.Message, "\x1b\x07") {
 		t.Fatalf("err %v; want the service's no_resource_plane with its message made printable", err)
@@ -357,7 +357,7 @@ func TestAnInterruptedPullCountsWhatItDidNotReachAsFailed(t *testing.T) {
 	m, dir := mirrorInto(t, export, fixture.Layout{"mirror/unlisted.txt": "x"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	s, err := m.Pull(ctx, application.PullOptions{Delete: true})
+	s, err := m.Pull(ctx, operator.PullOptions{Delete: true})
 	if err != nil || s.Failed != 2 || failureCodes(s)["a.txt"] != refusal.Interrupted || s.Deleted != 0 {
 		t.Fatalf("summary %+v, %v; want both files interrupted and nothing deleted", s, err)
 	}
@@ -369,7 +369,7 @@ func TestAFetchCutShortByASignalIsInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	export.onOpen = cancel
 	m, dir := mirrorInto(t, export, nil)
-	s, err := m.Pull(ctx, application.PullOptions{})
+	s, err := m.Pull(ctx, operator.PullOptions{})
 	if err != nil || failureCodes(s)["a.txt"] != refusal.Interrupted {
 		t.Fatalf("summary %+v, %v; want a.txt interrupted", s, err)
 	}
@@ -388,7 +388,7 @@ func (l *recordingLanding) Discard()                 { l.discarded = true }
 
 func TestFetchCommitsOnlyAVerifiedBodyWithinItsLimit(t *testing.T) {
 	export := newExport(map[string]string{"a.txt": "0123456789"})
-	files := application.NewRemoteFiles(export)
+	files := operator.NewRemoteFiles(export)
 	rel, _ := pathpolicy.Lower("a.txt")
 	for _, tc := range []struct {
 		rule      string
@@ -397,7 +397,7 @@ func TestFetchCommitsOnlyAVerifiedBodyWithinItsLimit(t *testing.T) {
 	}{
 		{"a body of exactly the limit is landed", 10, true},
 		{"a body one byte over the limit is not", 9, false},
-		{"no limit lands any body", application.Unlimited, true},
+		{"no limit lands any body", operator.Unlimited, true},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			l := &recordingLanding{}

@@ -1,4 +1,4 @@
-package application_test
+package operator_test
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resplane/resplane/adapters/localfs"
 	"github.com/resplane/resplane/adapters/operatorhttp"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/adapters/terminal"
-	"github.com/resplane/resplane/application"
+	"github.com/resplane/resplane/application/operator"
 )
 
 // BenchmarkPullOverLatency pulls 100 files of 16 KiB through the real HTTP client and local
@@ -49,12 +49,12 @@ func BenchmarkPullOverLatency(b *testing.B) {
 		b.Run("jobs="+strconv.Itoa(jobs), func(b *testing.B) {
 			b.SetBytes(files * size)
 			for i := range b.N {
-				dir, err := localfs.Open(filepath.Join(b.TempDir(), strconv.Itoa(i)))
+				dir, err := osfs.OpenMirror(filepath.Join(b.TempDir(), strconv.Itoa(i)))
 				if err != nil {
 					b.Fatal(err)
 				}
-				m := application.NewMirror(application.NewRemoteFiles(client), dir, terminal.Silent{})
-				s, err := m.Pull(context.Background(), application.PullOptions{Jobs: jobs})
+				m := operator.NewMirror(operator.NewRemoteFiles(client), dir, terminal.Silent{})
+				s, err := m.Pull(context.Background(), operator.PullOptions{Jobs: jobs})
 				dir.Close()
 				if err != nil || s.Fetched != files {
 					b.Fatalf("pull: %+v, %v", s, err)

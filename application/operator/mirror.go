@@ -1,4 +1,4 @@
-package application
+package operator
 
 import (
 	"context"

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/resplane/resplane/adapters/internal/eintr"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
@@ -49,7 +50,7 @@ func New(workdir string, opts ...Option) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("osfs: workdir: %w", err)
 	}
-	fd, err := retry(func() (int, error) {
+	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Open(canon, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -102,7 +103,7 @@ const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_N
 // symlink, or openat2 is unavailable. path is the file's canonical path beneath the root.
 func (fs *FS) openFast(wdRel, path string) (f ports.File, done bool, err error) {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath}
-	pfd, err := retry(func() (int, error) { return unix.Openat2(fs.wd.fd, wdRel, &how) })
+	pfd, err := eintr.Retry(func() (int, error) { return unix.Openat2(fs.wd.fd, wdRel, &how) })
 	switch err {
 	case nil:
 	case unix.ELOOP:
@@ -113,12 +114,12 @@ func (fs *FS) openFast(wdRel, path string) (f ports.File, done bool, err error) 
 		fs.openat2.Store(false)
 		return nil, false, nil
 	default:
-		return nil, true, refuse(err)
+		return nil, true, refuse(inExport, err)
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
-		return nil, true, refuse(err)
+		return nil, true, refuse(inExport, err)
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
@@ -129,9 +130,9 @@ func (fs *FS) openFast(wdRel, path string) (f ports.File, done bool, err error) 
 		return nil, true, refusal.New(refusal.NotARegularFile)
 	}
 	how.Flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	fd, err := retry(func() (int, error) { return unix.Openat2(fs.wd.fd, wdRel, &how) })
+	fd, err := eintr.Retry(func() (int, error) { return unix.Openat2(fs.wd.fd, wdRel, &how) })
 	if err != nil {
-		return nil, true, refuse(err)
+		return nil, true, refuse(inExport, err)
 	}
 	f, err = newFile(fd, idOf(&st), path)
 	return f, true, err
@@ -141,11 +142,11 @@ func (fs *FS) openFast(wdRel, path string) (f ports.File, done bool, err error) 
 // descriptor, never following a symlink and never blocking.
 func openLeaf(r *resolve.Result) (ports.File, error) {
 	parent := r.Parent.(*dirFD)
-	fd, err := retry(func() (int, error) {
+	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Openat(parent.fd, r.Name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
-		return nil, refuse(err)
+		return nil, refuse(inExport, err)
 	}
 	return newFile(fd, r.Node.ID, strings.Join(r.Path, "/"))
 }
@@ -156,10 +157,9 @@ func openLeaf(r *resolve.Result) (ports.File, error) {
 // attributes of the inode linked there. It must be a regular file and, when the resolution
 // looked the file up, the inode it found.
 func statLeaf(r *resolve.Result) (ports.FileStat, error) {
-	parent := r.Parent.(*dirFD)
-	var st unix.Stat_t
-	if err := retryErr(func() error { return unix.Fstatat(parent.fd, r.Name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
-		return ports.FileStat{}, refuse(err)
+	st, err := lstatAt(r.Parent.(*dirFD).fd, r.Name)
+	if err != nil {
+		return ports.FileStat{}, refuse(inExport, err)
 	}
 	if err := regularFile(&st, r.Node.ID); err != nil {
 		return ports.FileStat{}, err
@@ -173,7 +173,7 @@ func newFile(fd int, want any, path string) (ports.File, error) {
 	var st unix.Stat_t
 	err := unix.Fstat(fd, &st)
 	if err != nil {
-		err = refuse(err)
+		err = refuse(inExport, err)
 	} else {
 		err = regularFile(&st, want)
 	}
@@ -226,7 +226,7 @@ func (f *file) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, err := retry(func() (int, error) { return unix.Read(f.fd, p) })
+	n, err := eintr.Retry(func() (int, error) { return unix.Read(f.fd, p) })
 	switch {
 	case err != nil:
 		return 0, &fs.PathError{Op: "read", Path: f.path, Err: err}
@@ -249,42 +249,3 @@ func (f *file) Size() int64          { return f.stat.Size }
 func (f *file) ModTime() time.Time   { return f.stat.ModTime }
 func (f *file) Stat() ports.FileStat { return f.stat }
 func (f *file) Path() string         { return f.path }
-
-// refuse maps a system call's failure to its documented refusal (docs/operator-guide.md,
-// "Containment classes and symlinks"). The io_error text is the errno's description alone: no
-// number, no path; the errno is kept as its cause, so that a listing can tell permission
-// denied (errors.Is fs.ErrPermission), which it leaves out, from a descriptor shortage, which
-// it refuses.
-func refuse(err error) error {
-	errno, ok := err.(unix.Errno)
-	if !ok {
-		return refusal.Internal(err)
-	}
-	switch errno {
-	case unix.ENOENT, unix.ENOTDIR:
-		return refusal.New(refusal.NotFound)
-	case unix.ELOOP:
-		return refusal.New(refusal.SymlinkRefused)
-	case unix.ENXIO, unix.ENODEV, unix.EOPNOTSUPP:
-		return refusal.New(refusal.NotARegularFile)
-	case unix.EXDEV:
-		return refusal.New(refusal.OutsideRoot)
-	}
-	return refusal.IO(errno.Error()).Wrapping(errno)
-}
-
-// retry repeats a system call a signal interrupted (EINTR), as the os package does.
-func retry(call func() (int, error)) (int, error) {
-	for {
-		n, err := call()
-		if err != unix.EINTR {
-			return n, err
-		}
-	}
-}
-
-// retryErr is retry for a system call that returns only an error.
-func retryErr(call func() error) error {
-	_, err := retry(func() (int, error) { return 0, call() })
-	return err
-}

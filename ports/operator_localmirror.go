@@ -1,11 +1,6 @@
 package ports
 
-import (
-	"io"
-	"time"
-
-	"github.com/resplane/resplane/domain/pathpolicy"
-)
+import "github.com/resplane/resplane/domain/pathpolicy"
 
 // LocalMirror is the directory a pull mirrors an export into (docs/operator-guide.md,
 // "Pulling outputs"). Every path is relative to that directory and resolved beneath it one
@@ -21,8 +16,8 @@ type LocalMirror interface {
 	// sum (lowercase hex), LocalDifferent for any other regular file. It reads the file only
 	// when its size is size.
 	Compare(rel pathpolicy.RelPath, size int64, sum string) (LocalState, error)
-	// Stage creates the missing directories on the way to rel and a new temp file beside it,
-	// in the same directory, to be committed over rel.
+	// Stage creates the missing directories on the way to rel and returns a Landing that
+	// becomes rel on Commit: a new temp file beside it, in the same directory.
 	Stage(rel pathpolicy.RelPath) (Landing, error)
 	// Files lists every regular file beneath the directory, "/"-separated and relative to
 	// it, in no particular order. Symlinks are neither listed nor descended.
@@ -41,26 +36,3 @@ const (
 	LocalSame
 	LocalDifferent
 )
-
-// Landing is a temp file being filled with a download, so that the download appears whole
-// and verified at its destination or not at all. Exactly one of Commit or Discard must be
-// called; a failed Commit leaves nothing behind.
-type Landing interface {
-	io.Writer
-	// Commit flushes the file, sets its modification time to modTime (unless it is zero) and
-	// moves it into place in one step, replacing the earlier file of that name.
-	Commit(modTime time.Time) error
-	// Discard removes the temp file.
-	Discard()
-}
-
-// Progress shows how far a pull's downloads are. Add may be called from several goroutines
-// at once.
-type Progress interface {
-	// Start announces the downloads to come: how many files and how many bytes in all.
-	Start(files int, bytes int64)
-	// Add reports that bytes more were received.
-	Add(bytes int64)
-	// Finish ends the display.
-	Finish()
-}

@@ -12,12 +12,12 @@ import (
 	"github.com/resplane/resplane/domain/refusal"
 )
 
-// FuzzVerify feeds arbitrary proofs to the verifier, seeded with the rows of the proof table.
+// FuzzVerifyProof feeds arbitrary proofs to the verifier, seeded with the rows of the proof table.
 // None may panic; every error is invalid_proof; and a proof it accepts must pass an
 // independent check: its header decodes (encoding/json) to typ dpop+jwt, an Ed25519 alg and a
 // jwk whose x is the returned key, and crypto/ed25519 verifies its signature over the first
 // two parts under that key.
-func FuzzVerify(f *testing.F) {
+func FuzzVerifyProof(f *testing.F) {
 	now := time.Now().Unix()
 	good := sign(priv, header("EdDSA", jwkOf(priv)), claims(now))
 	parts := strings.Split(good, ".")

@@ -44,11 +44,13 @@ func appendID(b []byte, token string) []byte {
 }
 
 // Redact replaces every token-shaped run in text with its Placeholder (docs/trace.md,
-// "Redaction"). A token-shaped run is "mh1." followed by two non-empty runs of [A-Za-z0-9_-]
-// joined by one ".", each run as long as possible; the match is by pattern alone, so it also
-// replaces a file name that merely looks like a token, and it does not swallow a full stop that
-// follows a token. Matches are found left to right and never overlap. All other bytes, invalid
-// UTF-8 included, are kept as they are.
+// "Redaction"). A token-shaped run is "mh1." followed by the longest run of [A-Za-z0-9_.-]
+// after it, less the full stops it ends with; it must not be empty. Dots inside are part of
+// the run, so text that wraps a token in another mh1.-prefixed word (mh1.x.<token>) is
+// replaced whole, never leaving the token's segments behind; the match is by pattern alone, so
+// it also replaces a file name that merely looks like a token, and it does not swallow a full
+// stop that ends a sentence. Matches are found left to right and never overlap. All other
+// bytes, invalid UTF-8 included, are kept as they are.
 //
 // Every trace and log line passes through Redact, so the common case is cheap: text without
 // "mh1." is returned as is after a single substring search, with no allocation.
@@ -88,14 +90,21 @@ func Redact(text string) string {
 // 0 if the text there is not one.
 func tokenEnd(text string, start int) int {
 	first := start + len(prefix)
-	n := segmentLen(text, first)
-	if n == 0 || first+n >= len(text) || text[first+n] != '.' {
+	end := first
+	for end < len(text) {
+		if n := segmentLen(text, end); n > 0 {
+			end += n
+		} else if text[end] == '.' {
+			end++
+		} else {
+			break
+		}
+	}
+	for end > first && text[end-1] == '.' {
+		end--
+	}
+	if end == first {
 		return 0
 	}
-	second := first + n + 1
-	m := segmentLen(text, second)
-	if m == 0 {
-		return 0
-	}
-	return second + m
+	return end
 }

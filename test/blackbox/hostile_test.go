@@ -417,3 +417,37 @@ func TestAPercentEncodedTokenNeverReachesTheAccessLog(t *testing.T) {
 		t.Errorf("%d placeholders in the access log; want one per request:\n%s", n, stderr)
 	}
 }
+
+// TestATokenWrappedInAnotherMh1RunIsRedactedWhole pins docs/trace.md, "Redaction": a token
+// inside a longer mh1. run (mh1.x.<token>, a token with a third segment, a nested prefix) is
+// replaced with the whole run, so neither its payload nor its tag reaches the trace or the
+// access log.
+func TestATokenWrappedInAnotherMh1RunIsRedactedWhole(t *testing.T) {
+	p := harness.Start(t, bbHostileCapsule)
+	token := harness.ForgeToken(`{"v":1,"p":"report.md"}`)
+	payload, tag, _ := strings.Cut(strings.TrimPrefix(token, "mh1."), ".")
+	targets := []string{
+		"/resources/files/mh1.x." + token,
+		"/resources/files/" + token + ".md",
+		"/resources/files/mh1." + token,
+		"/resources/files/dir/mh1.x." + token + "/y",
+		"/resources/files/a?h=mh1.x." + token,
+		"/resources/peer/mh1.x." + token,
+	}
+	for _, target := range targets {
+		harness.Get(t, p.Ready.Listen, target)
+	}
+	stderr := bbStderrWith(p, `"message":"request"`, len(targets))
+	trace, err := os.ReadFile(p.Ready.Trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"the access log": stderr, "the trace": string(trace)} {
+		if strings.Contains(text, tag) || strings.Contains(text, payload) {
+			t.Errorf("%s holds part of the token:\n%s", name, text)
+		}
+	}
+	if n := strings.Count(stderr, "<handle:"); n < len(targets) {
+		t.Errorf("%d placeholders in the access log; want one per request:\n%s", n, stderr)
+	}
+}

@@ -3,8 +3,10 @@ package manifest
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/resplane/resplane/domain/destination"
 	"github.com/resplane/resplane/domain/diag"
@@ -132,6 +134,15 @@ func readName(doc Node) (string, *diag.Diagnostic) {
 	name := strings.TrimSpace(n.Text)
 	if n.Kind != ScalarNode || n.Tag != TagStr || name == "" {
 		return "", fieldName.invalid(n, fieldName.form)
+	}
+	for i, r := range []rune(name) {
+		if unicode.IsControl(r) {
+			// The name is in the agent card, the audience and log lines: a line break there
+			// would forge lines in a reader of any of them. The detail names the character by
+			// its code point, never by the raw character.
+			return "", fieldName.refuse(n, "must not contain control characters such as a line break or a tab",
+				"got "+strconv.QuoteRuneToASCII(r)+" as character "+strconv.Itoa(i+1))
+		}
 	}
 	return name, nil
 }

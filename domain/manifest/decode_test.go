@@ -161,6 +161,8 @@ func TestDecodeRefusals(t *testing.T) {
 		{"name missing is E-MAN-001", mapping("version", str("1")), man1, []string{"no top-level name"}},
 		{"name null is E-MAN-001", mapping("name", null()), man1, []string{"no top-level name"}},
 		{"name blank is E-MAN-003", mapping("name", str("  ")), man3, []string{"name must be a non-empty string"}},
+		{"name with a line break is E-MAN-003", mapping("name", str("report\ner")), man3, []string{"name must not contain control characters", `got '\n' as character 7`}},
+		{"name with a tab is E-MAN-003", mapping("name", str("a\tb")), man3, []string{"name must not contain control characters", `got '\t' as character 2`}},
 		{"name not a string is E-MAN-003", mapping("name", integer("5")), man3, []string{"name must be a non-empty string", "got 5"}},
 		{"name a boolean is E-MAN-003", mapping("name", boolean("true")), man3, []string{"name must be"}},
 		{"version a mapping", named("version", mapping()), man3, []string{"version must be a string or a number"}},

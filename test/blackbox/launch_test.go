@@ -71,6 +71,7 @@ func TestLaunchRefusalsPrintTwoLinesExitTwoAndCreateNothing(t *testing.T) {
 		// E-MAN-003
 		{name: "name blank", manifest: "name: '  '\n", code: "E-MAN-003", message: []string{"name"}},
 		{name: "name not a string", manifest: "name: [x]\n", code: "E-MAN-003", message: []string{"name"}},
+		{name: "name with a line break", manifest: "name: \"report\\nforged\"\n", code: "E-MAN-003", message: []string{"control characters", `'\n' as character 7`}},
 		{name: "top level not a mapping", manifest: "- name\n", code: "E-MAN-003"},
 		{name: "files.root missing", manifest: "name: x\nexports:\n  files:\n    mode: read-only\n",
 			code: "E-MAN-003", message: []string{"exports.files.root", "must be a relative path inside the workdir"}},

@@ -17,11 +17,13 @@ import (
 // etag, lands each atomically, and with Delete removes local regular files the listing no
 // longer has.
 //
-// The listing is not trusted. A listed path is lowered with the service's own rules
-// (pathpolicy.Lower, no decoding: a listing carries paths as they are), so an empty, absolute,
-// "." or ".." path never reaches the local directory; whatever the local directory then
-// refuses (a symlink or a file on the way, a name the filesystem rejects) is refused too.
-// Each such entry counts as failed and the pull goes on with the others.
+// The listing is not trusted. It is held to the service's own bounds before anything local is
+// touched: a listing longer than any service lists is refused whole (RemoteFiles.List), and a
+// listed path is lowered with the service's own rules and bounds (lowerListed), so an empty,
+// absolute, "." or ".." path, or one longer or deeper than any service serves, never reaches
+// the local directory; whatever the local directory then refuses (a symlink or a file on the
+// way, a name the filesystem rejects) is refused too. Each such entry counts as failed and
+// the pull goes on with the others.
 type Mirror struct {
 	files    *RemoteFiles
 	local    ports.LocalMirror
@@ -157,18 +159,17 @@ func (m *Mirror) plan(entries []ports.RemoteEntry) ([]pullItem, map[string]bool)
 	for i, e := range entries {
 		it := &items[i]
 		it.entry = e
-		rel, err := pathpolicy.Lower(e.Path)
+		rel, bad := lowerListed(e.Path)
 		switch {
-		case err != nil:
-			it.err = refusal.WithMessage(refusal.UnsafePath,
-				`The listed path is empty or absolute, or has an empty, "." or ".." component; it was not written.`)
+		case bad != nil:
+			it.err = bad
 		case listed[rel.String()]:
 			it.err = refusal.WithMessage(refusal.InvalidListing, "The listing names this path more than once; it was not written.")
 		case e.Size < 0 || !sha256Hex.MatchString(e.SHA256):
 			it.err = refusal.WithMessage(refusal.InvalidListing,
 				"The listing gives this file no valid size or sha256; it was not written.")
 		}
-		if err == nil {
+		if bad == nil {
 			it.rel = rel
 			listed[rel.String()] = true
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 	"github.com/resplane/resplane/ports/porttest/fixture"
 )
@@ -222,6 +224,9 @@ func TestPullRefusesListedPathsItCannotWriteSafely(t *testing.T) {
 		{"a directory as the file is never replaced", "dir", fixture.Layout{"mirror/dir/": ""}, refusal.UnsafePath},
 		{"a FIFO as the file is never replaced", "pipe", fixture.Layout{"mirror/pipe|": ""}, refusal.UnsafePath},
 		{"a name the filesystem refuses is refused", strings.Repeat("n", 300), nil, refusal.UnsafePath},
+		{"a path longer than a service serves is refused", strings.Repeat("d/", pathpolicy.MaxLen/2) + "x", nil, refusal.InvalidListing},
+		{"a path deeper than a service lists is refused", strings.Repeat("d/", 257) + "x", nil, refusal.InvalidListing},
+		{"the deepest path a service lists is written", strings.Repeat("d/", 256) + "x", nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
@@ -230,6 +235,12 @@ func TestPullRefusesListedPathsItCannotWriteSafely(t *testing.T) {
 			export.answers[strings.TrimPrefix(tc.path, "/")] = fakeAnswer{status: 200, body: "hostil"}
 			m, dir := mirrorInto(t, export, tc.local)
 			s := pull(t, m, operator.PullOptions{Jobs: 1})
+			if tc.code == "" {
+				if s.Fetched != 2 || s.Failed != 0 {
+					t.Fatalf("summary %+v (failures %v); want both entries fetched", s, failureCodes(s))
+				}
+				return
+			}
 			if s.Fetched != 1 || s.Failed != 1 || failureCodes(s)[tc.path] != tc.code {
 				t.Fatalf("summary %+v (failures %v); want ok.txt fetched and %q failed %s", s, failureCodes(s), tc.path, tc.code)
 			}
@@ -348,6 +359,20 @@ func TestARefusedListingChangesNothing(t *testing.T) {
 	r, ok := refusal.As(err)
 	if !ok || r.Code != "no_resource_plane" || strings.ContainsAny(r.Message, "\x1b\x07") {
 		t.Fatalf("err %v; want the service's no_resource_plane with its message made printable", err)
+	}
+	requireTree(t, dir, map[string]string{"a.txt": "a"})
+}
+
+func TestAListingLongerThanAnyServiceListsIsRefusedWhole(t *testing.T) {
+	export := newExport(nil)
+	for i := range resolve.MaxEntries + 1 {
+		export.extra = append(export.extra, ports.RemoteEntry{Path: "f" + strconv.Itoa(i), Size: 1, SHA256: sum("x")})
+	}
+	m, dir := mirrorInto(t, export, fixture.Layout{"mirror/a.txt": "a"})
+	_, err := m.Pull(context.Background(), operator.PullOptions{Delete: true})
+	r, ok := refusal.As(err)
+	if !ok || r.Code != refusal.InvalidListing || !strings.Contains(r.Message, "at most 100000") {
+		t.Fatalf("err %v; want invalid_listing naming the bound", err)
 	}
 	requireTree(t, dir, map[string]string{"a.txt": "a"})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -32,7 +33,9 @@ func NewRemoteFiles(remote ports.RemoteExport) *RemoteFiles {
 // Unlimited is the limit that accepts a body of any length.
 const Unlimited = int64(1<<63 - 1)
 
-// List fetches the listing. A non-200 is returned as the service's refusal.
+// List fetches the listing. A non-200 is returned as the service's refusal. A listing with
+// more entries than a service ever lists (resolve.MaxEntries) is refused whole,
+// invalid_listing: no service produced it, and nothing of it is acted on.
 func (u *RemoteFiles) List(ctx context.Context) (ports.RemoteListing, error) {
 	listing, err := u.remote.List(ctx)
 	if err != nil {
@@ -41,7 +44,36 @@ func (u *RemoteFiles) List(ctx context.Context) (ports.RemoteListing, error) {
 	if listing.Status != 200 {
 		return ports.RemoteListing{}, serviceRefusal(listing.RemoteAnswer)
 	}
+	if n := len(listing.Entries); n > resolve.MaxEntries {
+		return ports.RemoteListing{}, refusal.WithMessage(refusal.InvalidListing, "The listing has "+strconv.Itoa(n)+
+			" entries; a service lists at most "+strconv.Itoa(resolve.MaxEntries)+", so none of it was used.")
+	}
 	return listing, nil
+}
+
+// maxListedComponents is the most components a listed path can have: a file in a directory
+// resolve.MaxDepth levels beneath the export root.
+const maxListedComponents = resolve.MaxDepth + 1
+
+// lowerListed lowers a listed path with the service's own rules (pathpolicy.Lower, no
+// decoding: a listing carries paths as they are) and applies the service's own bounds: no
+// longer than pathpolicy.MaxLen bytes, no deeper than a listing descends. A path that fails
+// is refused with what a client may print, and nothing is created for it.
+func lowerListed(path string) (pathpolicy.RelPath, *refusal.Refusal) {
+	if len(path) > pathpolicy.MaxLen {
+		return pathpolicy.RelPath{}, refusal.WithMessage(refusal.InvalidListing, "The listed path is "+strconv.Itoa(len(path))+
+			" bytes long; a service serves none longer than "+strconv.Itoa(pathpolicy.MaxLen)+", so it was not written.")
+	}
+	rel, err := pathpolicy.Lower(path)
+	if err != nil {
+		return pathpolicy.RelPath{}, refusal.WithMessage(refusal.UnsafePath,
+			`The listed path is empty or absolute, or has an empty, "." or ".." component; it was not written.`)
+	}
+	if n := len(rel.Components()); n > maxListedComponents {
+		return pathpolicy.RelPath{}, refusal.WithMessage(refusal.InvalidListing, "The listed path has "+strconv.Itoa(n)+
+			" components; a service lists none deeper than "+strconv.Itoa(maxListedComponents)+", so it was not written.")
+	}
+	return rel, nil
 }
 
 // FilesURL is the URL of the listing.

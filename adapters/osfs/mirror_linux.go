@@ -6,12 +6,14 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/resplane/resplane/adapters/internal/eintr"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -36,7 +38,9 @@ import (
 //     FIFO) is never replaced or written through: unsafe_path. A name the filesystem refuses
 //     (too long, invalid) is unsafe_path too.
 //   - Files lists and Delete removes regular files only; symlinks are neither followed nor
-//     removed, and directories are left in place.
+//     removed, and directories are left in place. Files holds at most MirrorDepth+1
+//     descriptors however deep the directory is, and refuses a tree nested deeper than that
+//     rather than list part of it.
 //   - Refusals name no host path; an io_error carries the operating system's description of
 //     the failure.
 //
@@ -188,49 +192,96 @@ func (d *Mirror) Stage(rel pathpolicy.RelPath) (ports.Landing, error) {
 	return stage(dir, name)
 }
 
-// Files lists every regular file beneath the directory.
+// MirrorDepth is the most directory levels Files descends beneath the directory: as deep as a
+// service lists (resolve.MaxDepth), so everything a pull can have written is seen.
+const MirrorDepth = resolve.MaxDepth
+
+// Files lists every regular file beneath the directory. The walk is iterative and holds one
+// descriptor per level it is in, at most MirrorDepth+1; a directory nested deeper refuses the
+// walk (unsafe_path), so a caller deletes nothing on a partial view. Entry types come from
+// fstatat without following, so a symlink is neither listed nor descended.
 func (d *Mirror) Files() ([]string, error) {
 	root, err := eintr.Retry(func() (int, error) { return unix.Openat(d.fd, ".", dirFlags, 0) })
 	if err != nil {
 		return nil, refuse(inTarget, err)
 	}
 	var files []string
-	err = walk(root, "", &files)
-	return files, err
-}
-
-// walk appends the regular files beneath dir (whose descriptor it closes) to files, each
-// prefixed with prefix. Entry types come from fstatat without following, so a symlink is
-// neither listed nor descended.
-func walk(dir int, prefix string, files *[]string) error {
-	f := os.NewFile(uintptr(dir), prefix)
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return refuse(inTarget, err)
+	w := &walker{}
+	defer w.close()
+	if err := w.push(root, ""); err != nil {
+		return nil, err
 	}
-	for _, name := range names {
-		st, err := lstatAt(dir, name)
+	for len(w.stack) > 0 {
+		top := &w.stack[len(w.stack)-1]
+		if len(top.names) == 0 {
+			w.pop()
+			continue
+		}
+		name := top.names[0]
+		top.names = top.names[1:]
+		fd, prefix := int(top.dir.Fd()), top.prefix
+		st, err := lstatAt(fd, name)
 		if errors.Is(err, unix.ENOENT) {
 			continue // removed meanwhile
 		}
 		if err != nil {
-			return refuse(inTarget, err)
+			return nil, refuse(inTarget, err)
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
-			*files = append(*files, prefix+name)
+			files = append(files, prefix+name)
 		case unix.S_IFDIR:
-			sub, err := openDirAt(dir, name)
-			if err != nil {
-				return refuse(inTarget, err)
+			if len(w.stack) > MirrorDepth {
+				return nil, refusal.WithMessage(refusal.UnsafePath, "The directory has directories nested more than "+
+					strconv.Itoa(MirrorDepth)+" levels deep, deeper than a service lists; nothing was deleted.")
 			}
-			if err := walk(sub, prefix+name+"/", files); err != nil {
-				return err
+			sub, err := openDirAt(fd, name)
+			if err != nil {
+				return nil, refuse(inTarget, err)
+			}
+			if err := w.push(sub, prefix+name+"/"); err != nil {
+				return nil, err
 			}
 		}
 	}
+	return files, nil
+}
+
+// walker is Files' stack: the directories it is in, each open, with the names it has yet to
+// visit there.
+type walker struct {
+	stack []walkLevel
+}
+
+type walkLevel struct {
+	dir    *os.File
+	prefix string
+	names  []string
+}
+
+// push reads the names of the directory fd (which the walker now owns) and enters it.
+func (w *walker) push(fd int, prefix string) error {
+	dir := os.NewFile(uintptr(fd), prefix)
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		dir.Close()
+		return refuse(inTarget, err)
+	}
+	w.stack = append(w.stack, walkLevel{dir: dir, prefix: prefix, names: names})
 	return nil
+}
+
+// pop leaves the innermost directory, closing it.
+func (w *walker) pop() {
+	w.stack[len(w.stack)-1].dir.Close()
+	w.stack = w.stack[:len(w.stack)-1]
+}
+
+// close leaves every directory the walk is still in.
+func (w *walker) close() {
+	for len(w.stack) > 0 {
+		w.pop()
+	}
 }
 
 // Delete removes the regular file at rel.

@@ -193,6 +193,47 @@ func TestFilesListsRegularFilesAndNeverDescendsASymlink(t *testing.T) {
 	}
 }
 
+func TestFilesDescendsAsDeepAsAServiceListsAndRefusesDeeperHoldingNoDescriptor(t *testing.T) {
+	cases := []struct {
+		rule   string
+		levels int
+		want   string // the one file listed, or "" when the walk is refused
+	}{
+		{"a file MirrorDepth levels down is listed", osfs.MirrorDepth, strings.Repeat("d/", osfs.MirrorDepth) + "x"},
+		{"a directory nested deeper refuses the walk", osfs.MirrorDepth + 1, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			d, _ := open(t, fixture.Layout{"m/" + strings.Repeat("d/", tc.levels) + "x": "x"})
+			before := openDescriptors(t)
+			files, err := d.Files()
+			if after := openDescriptors(t); after != before {
+				t.Errorf("the walk left %d descriptors open", after-before)
+			}
+			if tc.want != "" {
+				if err != nil || !slices.Equal(files, []string{tc.want}) {
+					t.Fatalf("Files = %d files, %v; want the one deepest file", len(files), err)
+				}
+				return
+			}
+			r, ok := refusal.As(err)
+			if !ok || r.Code != refusal.UnsafePath || files != nil || !strings.Contains(r.Message, "more than 256 levels") {
+				t.Fatalf("Files = %d files, %v; want unsafe_path naming the bound and no files", len(files), err)
+			}
+		})
+	}
+}
+
+// openDescriptors counts the test process's open descriptors.
+func openDescriptors(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fds)
+}
+
 func TestDeleteRemovesARegularFileAndToleratesOneAlreadyGone(t *testing.T) {
 	d, base := open(t, fixture.Layout{"m/a.txt": "a", "m/b.txt": "b"})
 	for _, p := range []string{"a.txt", "a.txt", "gone/x.txt"} {

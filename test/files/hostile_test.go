@@ -140,3 +140,49 @@ func TestGetNeverLandsABodyThatFailsItsChecks(t *testing.T) {
 		t.Fatalf("a failed get left %v", entries)
 	}
 }
+
+// deepListing is a fake service whose listing names ok.txt, a path of 20,000 components
+// (longer than any path a service serves) and one of 300 components in 600 bytes (deeper
+// than a service lists): the shapes that would make a pull create thousands of nested
+// directories and a later `pull --delete` fail with too many open files.
+type deepListing struct{}
+
+var deepPaths = []string{strings.Repeat("d/", 19_999) + "x.txt", strings.Repeat("d/", 299) + "x"}
+
+func (deepListing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.RequestURI != "/resources/files" {
+		w.Header().Set("etag", `"sha256:`+sum(evil)+`"`)
+		_, _ = w.Write([]byte(evil))
+		return
+	}
+	entries := []map[string]any{
+		{"path": "ok.txt", "size_bytes": len(evil), "mtime_ms": 1, "sha256": sum(evil)},
+	}
+	for _, p := range deepPaths {
+		entries = append(entries, map[string]any{"path": p, "size_bytes": len(evil), "mtime_ms": 1, "sha256": sum(evil)})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"root": "out/", "max_bytes": 1024, "entries": entries})
+}
+
+func TestAListedPathDeeperThanAServiceListsCreatesNothingAndDeleteStillWorks(t *testing.T) {
+	srv := httptest.NewServer(deepListing{})
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	fixture.Write(t, dir, fixture.Layout{"stale.txt": "gone after --delete"})
+	for i, want := range []int{1, 0} {
+		code, s, stderr := pull(t, srv.URL, dir, "--delete")
+		if code != 1 || s.Fetched != 1-i || s.Unchanged != i || s.Deleted != want || s.Failed != 2 ||
+			strings.Count(stderr, ": invalid_listing: ") != 2 || !strings.Contains(stderr, "none longer than 4096") ||
+			!strings.Contains(stderr, "none deeper than 257") {
+			t.Fatalf("pull %d: exit %d, %+v; want exit 1, both deep entries failed invalid_listing, stale.txt deleted once; stderr:\n%s",
+				i+1, code, s, stderr)
+		}
+		if got := tree(t, dir); !maps.Equal(got, map[string]string{"ok.txt": evil}) {
+			t.Fatalf("pull %d left %v", i+1, got)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "d")); !os.IsNotExist(err) {
+			t.Fatalf("pull %d created a directory for the deep entry: %v", i+1, err)
+		}
+	}
+}

@@ -207,6 +207,10 @@ func writeRefusal(c echo.Context, err error, headers map[string]string) error {
 // the access log.
 const spilledKey = "resplane.spilled"
 
+// spillFailureKey is where a response whose body could not move to the spool (the spool
+// failed) leaves the cause for the access log, which logs each cause once.
+const spillFailureKey = "resplane.spill_failure"
+
 // failureKey is where a handler leaves the internal failure behind an io_error answer for the
 // access log.
 const failureKey = "resplane.failure"

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/net/netutil"
 
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/fanout"
@@ -17,6 +16,7 @@ import (
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/otel"
 	"github.com/resplane/resplane/adapters/prometheus"
+	"github.com/resplane/resplane/domain/hostpolicy"
 )
 
 // The providers of the observability adapters (docs/operator-guide.md, "Metrics and
@@ -133,13 +133,15 @@ type metricsServer struct {
 }
 
 // provideMetricsServer builds the metrics listener's server, hardened for it
-// (limits.MetricsOptions) on a listener capped at limits.MetricsMaxConns.
-func provideMetricsServer(o Observability, lim Limits, metrics *prometheus.Metrics, ready *readiness, logger zerolog.Logger) metricsServer {
+// (limits.MetricsOptions) on its own capped listener (limits.ListenMetrics), /metrics under
+// the resource listener's Host rule.
+func provideMetricsServer(o Observability, metrics *prometheus.Metrics, ready *readiness, hosts hostpolicy.Policy,
+	logger zerolog.Logger) metricsServer {
 	if metrics == nil {
 		return metricsServer{}
 	}
 	errorLog := log.New(logger, "", 0)
-	srv := &http.Server{Handler: metrics.Handler(ready.Load, errorLog), ErrorLog: errorLog}
-	limits.Harden(srv, limits.MetricsOptions(lim.ReadHeaderTimeout))
-	return metricsServer{srv: srv, ln: netutil.LimitListener(o.MetricsListener, limits.MetricsMaxConns)}
+	srv := &http.Server{Handler: metrics.Handler(ready.Load, hosts, errorLog), ErrorLog: errorLog}
+	limits.Harden(srv, limits.MetricsOptions())
+	return metricsServer{srv: srv, ln: limits.ListenMetrics(srv, o.MetricsListener)}
 }

@@ -174,16 +174,19 @@ func workdirFor(s config.Settings, sessionID string) (string, error) {
 
 // pathsFor returns the paths the service creates or opens: --trace, --control and
 // --spool-dir, by default in the session directory, each absolute without resolving symlinks
-// (the ready line reports them, and scripts connect to them).
+// (the ready line reports them, and scripts connect to them). A path given explicitly is
+// refused, before anything is created, when using it would follow a symlink at its own name
+// or beneath the workdir (osfs.CheckUnfollowed); the session directory's own checks guard the
+// defaults.
 func pathsFor(s config.Settings, workdir, sessionID string) (Paths, error) {
 	p := Paths{Workdir: workdir, WorkdirGiven: s.Workdir != "", SessionDir: osfs.SessionDirPath(workdir, sessionID)}
 	for _, f := range []struct {
-		flag, value, fallback string
-		dst                   *string
+		flag, what, value, fallback string
+		dst                         *string
 	}{
-		{"--trace", s.TracePath, filepath.Join(p.SessionDir, "trace.jsonl"), &p.TracePath},
-		{"--control", s.ControlPath, filepath.Join(p.SessionDir, "control.sock"), &p.ControlPath},
-		{"--spool-dir", s.SpoolDir, p.SessionDir, &p.SpoolDir},
+		{"--trace", "the trace file", s.TracePath, filepath.Join(p.SessionDir, "trace.jsonl"), &p.TracePath},
+		{"--control", "the control socket", s.ControlPath, filepath.Join(p.SessionDir, "control.sock"), &p.ControlPath},
+		{"--spool-dir", "the spool directory", s.SpoolDir, p.SessionDir, &p.SpoolDir},
 	} {
 		value := f.value
 		if value == "" {
@@ -192,6 +195,11 @@ func pathsFor(s config.Settings, workdir, sessionID string) (Paths, error) {
 		abs, err := filepath.Abs(value)
 		if err != nil {
 			return Paths{}, fmt.Errorf("%s: %w", f.flag, err)
+		}
+		if f.value != "" {
+			if err := osfs.CheckUnfollowed(f.what+" ("+f.flag+")", abs, workdir); err != nil {
+				return Paths{}, err
+			}
 		}
 		*f.dst = abs
 	}

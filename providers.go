@@ -218,7 +218,7 @@ type sessionFiles struct {
 // trace the same way. The cleanup closes the socket, which removes its file; the trace file
 // is the trace sink's to close.
 func provideSessionFiles(p Paths, dir *osfs.SessionDir) (sessionFiles, func(), error) {
-	parent, err := dir.OpenDir(filepath.Dir(p.ControlPath))
+	parent, err := dir.OpenParent(p.ControlPath)
 	if err != nil {
 		return sessionFiles{}, nil, err
 	}

@@ -112,6 +112,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 	}
 	s.ready.Store(false)
 	s.log.Info().Msg("shutting down")
+	s.requests.Drain()
 	grace, cancel := context.WithTimeout(context.Background(), l.Limits.ShutdownGrace)
 	defer cancel()
 	if err := errors.Join(s.resource.Shutdown(grace), s.control.Shutdown(grace)); err != nil {

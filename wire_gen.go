@@ -189,7 +189,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	resplaneControlServer := provideControlServer(resplaneLimits, logger, api, inflight)
 	v := provideTools(api)
 	resplaneReadiness := newReadiness()
-	resplaneMetricsServer := provideMetricsServer(observability, resplaneLimits, metrics, resplaneReadiness, logger)
+	resplaneMetricsServer := provideMetricsServer(observability, metrics, resplaneReadiness, policy, logger)
 	service := provideService(l, resplaneWorkdir, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneSessionFiles, inflight, fanoutSink, session, v, result, resplaneMetricsServer, resplaneReadiness)
 	return service, func() {
 		cleanup10()

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash"
 	"io"
 	"io/fs"
@@ -86,7 +87,10 @@ type Body struct {
 	content io.Reader
 	release func()
 	// spill moves the bytes from an offset on into the spool; nil when the body cannot spill.
-	spill func(sent int64) (content io.Reader, release func())
+	// err is why it could not, when the spool failed.
+	spill func(sent int64) (content io.Reader, release func(), err error)
+	// spillErr is why the last Spill left the body in memory, when the spool failed.
+	spillErr error
 }
 
 // Content returns the body's bytes, from the first to the last, to be read once. A spooled
@@ -103,15 +107,22 @@ func (b *Body) Spill(sent int64) io.Reader {
 	if b.spill == nil {
 		return nil
 	}
-	content, release := b.spill(sent)
+	content, release, err := b.spill(sent)
 	b.spill = nil
 	if content == nil {
+		b.spillErr = err
 		return nil
 	}
 	b.Release()
 	b.content, b.release = content, release
 	return content
 }
+
+// SpillFailure is why Spill returned nil, when the spool failed (it could not make or fill
+// the snapshot): the body then goes on from memory and the edge logs the cause. It is nil
+// after a spill that succeeded, was not tried, or found no room in the spool budget at once
+// (waiting for room is the budget's ordinary state, not a failure).
+func (b *Body) SpillFailure() error { return b.spillErr }
 
 // Release gives the body's memory or snapshot back. It is safe to call more than once.
 func (b *Body) Release() {
@@ -203,23 +214,27 @@ func (r *Reader) readInMemory(ctx context.Context, f ports.File, want, maxBytes 
 // response is being sent), and hands back the snapshot's reader and release. It returns no
 // reader when there is no room in the spool budget or the spool fails; the body then goes on
 // from memory.
-func (r *Reader) spiller(content *bytes.Reader) func(int64) (io.Reader, func()) {
-	return func(sent int64) (io.Reader, func()) {
+func (r *Reader) spiller(content *bytes.Reader) func(int64) (io.Reader, func(), error) {
+	return func(sent int64) (io.Reader, func(), error) {
 		rest := content.Size() - sent
 		if rest <= 0 || sent < 0 || !r.budgets.Spool.TryReserve(rest) {
-			return nil, nil
+			return nil, nil, nil
 		}
 		snap, err := r.spool.Create()
 		if err != nil {
 			r.budgets.Spool.Release(rest)
-			return nil, nil
+			return nil, nil, err
 		}
 		release := func() { _ = snap.Close(); r.budgets.Spool.Release(rest) }
-		if n, err := snap.Fill(io.NewSectionReader(content, sent, rest), rest); err != nil || n != rest {
-			release()
-			return nil, nil
+		n, err := snap.Fill(io.NewSectionReader(content, sent, rest), rest)
+		if err == nil && n != rest {
+			err = fmt.Errorf("the spool took %d of %d bytes", n, rest)
 		}
-		return snap.Content(), release
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		return snap.Content(), release, nil
 	}
 }
 

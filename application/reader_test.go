@@ -361,3 +361,45 @@ func TestAFileGrowingUnderABusyBudgetIsRefusedInsteadOfWaiting(t *testing.T) {
 		t.Fatalf("the refused read kept part of the budget: %v", err)
 	}
 }
+
+// fullSpool is a spool whose filesystem is full: every snapshot fails to be made.
+type fullSpool struct{}
+
+func (fullSpool) Create() (ports.Snapshot, error) {
+	return nil, &fs.PathError{Op: "open", Path: "/srv/spool", Err: syscall.ENOSPC}
+}
+
+// TestASpillTheSpoolFailsSaysWhyAndKeepsTheBody pins Body.SpillFailure: a spill the spool
+// fails leaves the body whole in memory and says why, for the edge to log; a spill refused for
+// want of room in the budget is no failure.
+func TestASpillTheSpoolFailsSaysWhyAndKeepsTheBody(t *testing.T) {
+	content := strings.Repeat("x", 150_000)
+	budgets := application.Budgets{Memory: newBudget(t, 1<<20), Spool: newBudget(t, 1<<20), Buffered: newBudget(t, 1<<20)}
+	body, err := application.NewReader(budgets, fullSpool{}).Read(context.Background(), &growingFile{strings.NewReader(content), 150_000}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Release()
+	if body.Spill(0) != nil {
+		t.Fatal("a body spilled into a spool that cannot make a snapshot")
+	}
+	if err := body.SpillFailure(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("SpillFailure() = %v, want the spool's ENOSPC", err)
+	}
+	if got := contentOf(t, body); got != content {
+		t.Fatalf("the body kept %d bytes, want its %d", len(got), len(content))
+	}
+
+	roomless, _, sp := newBufferedReader(t, 1<<20, 200_000)
+	if err := sp.Reserve(context.Background(), 100_000); err != nil {
+		t.Fatal(err)
+	}
+	body, err = roomless.Read(context.Background(), &growingFile{strings.NewReader(content), 150_000}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Release()
+	if body.Spill(0) != nil || body.SpillFailure() != nil {
+		t.Fatalf("a spill without room in the budget: failure %v, want none", body.SpillFailure())
+	}
+}

@@ -32,7 +32,8 @@ var shareFileSpec = toolSpec{
 
 var fetchPeerFileSpec = toolSpec{
 	Name: FetchPeerFileTool,
-	Description: "Redeem a handle a peer capsule sent you: the file is verified and stored in your workdir, " +
+	Description: "Redeem a handle a peer capsule sent you: the file is verified and stored in your workdir " +
+		"as peer-in/<handle id>-<file name> (fetching the same handle again replaces it), " +
 		"and the result's path names it (relative to your workdir). Read that file to use its contents.",
 	InputSchema: json.RawMessage(`{"type":"object","properties":{"peer":{"type":"string","description":"The address of the peer capsule that sent the handle: host:port (localhost:41234) or an http(s) URL. It must be in capabilities.peer_fetch.allow."},"handle":{"type":"string","description":"The handle the peer sent, exactly as received (it starts with mh1.)."}},"required":["peer","handle"]}`),
 }

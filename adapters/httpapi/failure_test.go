@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 
 	"github.com/resplane/resplane/adapters/budget"
@@ -99,5 +100,44 @@ func TestARefusalIsLoggedAtInfoWithoutACause(t *testing.T) {
 	}
 	if line["level"] != "info" || line["cause"] != nil {
 		t.Errorf("a not_found refusal was logged as %v; want one info line without a cause", line)
+	}
+}
+
+// TestASpillFailureIsLoggedOncePerCause pins the access log's spill warning: a body the
+// spool could not take is logged at warn level with its cause the first time that cause (the
+// system error, whatever path is around it) is seen, and not again for the same cause.
+func TestASpillFailureIsLoggedOncePerCause(t *testing.T) {
+	var log bytes.Buffer
+	e := echo.New()
+	e.Use(accessLog(zerolog.New(&log)))
+	failures := []error{
+		&fs.PathError{Op: "write", Path: "/srv/spool/a", Err: syscall.ENOSPC},
+		&fs.PathError{Op: "write", Path: "/srv/spool/b", Err: syscall.ENOSPC},
+		&fs.PathError{Op: "write", Path: "/srv/spool/a", Err: syscall.EIO},
+		nil,
+		&fs.PathError{Op: "write", Path: "/srv/spool/c", Err: syscall.EIO},
+	}
+	e.GET("/", func(c echo.Context) error {
+		if err := failures[0]; err != nil {
+			c.Set(spillFailureKey, err)
+		}
+		failures = failures[1:]
+		return c.NoContent(http.StatusOK)
+	})
+	for range len(failures) {
+		e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	}
+	var warned []string
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if entry["level"] == "warn" {
+			warned = append(warned, entry["error"].(string))
+		}
+	}
+	if len(warned) != 2 || !strings.Contains(warned[0], "no space left") || !strings.Contains(warned[1], "input/output error") {
+		t.Fatalf("warnings %q, want one for ENOSPC and one for EIO", warned)
 	}
 }

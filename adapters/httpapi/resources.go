@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -122,7 +123,14 @@ func (h *Resources) read(c echo.Context, req application.Request, rawPath string
 func (h *Resources) writeServed(c echo.Context, headers map[string]string, body *application.Body) error {
 	headers["etag"] = body.ETag()
 	headers[headerMTime] = strconv.FormatInt(body.ModTime.UnixMilli(), 10)
-	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeBinary, headers, body.Size, body.Content(), body.Spill)
+	spill := func(sent int64) io.Reader {
+		rest := body.Spill(sent)
+		if err := body.SpillFailure(); err != nil {
+			c.Set(spillFailureKey, err)
+		}
+		return rest
+	}
+	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeBinary, headers, body.Size, body.Content(), spill)
 }
 
 func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }

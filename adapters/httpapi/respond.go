@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/domain/refusal"
 )
 
@@ -105,6 +106,10 @@ const (
 // errStalled ends a response whose client accepted no byte for the send timeout.
 var errStalled = errors.New("the client accepted no byte of the response for the send timeout")
 
+// errDrained ends a response whose client took no byte for a whole window after shutdown
+// began: its shutdown grace would only be waited out.
+var errDrained = errors.New("the service is shutting down and the client accepted no byte of the response")
+
 // writeBody sends a complete response under /resources/ whose body is size bytes of content
 // (docs/operator-guide.md, "Memory and connection bounds"). The head goes out first; a body
 // larger than smallBody then goes straight to the connection's ReadFrom — sendfile(2) for a
@@ -114,7 +119,9 @@ var errStalled = errors.New("the client accepted no byte of the response for the
 // therefore scales with the body instead of being fixed. When spill is given (a body sent
 // from memory), a body whose client turns out slow (see spillWindow) is handed to it once,
 // with the bytes sent so far, and goes on from the reader it returns (the rest, moved to the
-// spool), if any.
+// spool), if any. Once shutdown has begun (limits.Draining), a window in which the client
+// takes no byte ends the response, and once the request is cancelled (after the grace) the
+// next window ends it whatever its progress.
 // Returning ends the request, which closes the connection and lets the handler release the
 // body.
 func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentType string, headers map[string]string,
@@ -138,6 +145,8 @@ func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentTyp
 	if spill != nil {
 		window = min(window, spillWindow)
 	}
+	ctx := c.Request().Context()
+	draining := limits.Draining(ctx)
 	start := time.Now()
 	last := start
 	var sent int64
@@ -157,6 +166,10 @@ func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentTyp
 			return err
 		case now.Sub(last) >= sendTimeout:
 			return errStalled
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case n == 0 && closed(draining):
+			return errDrained
 		}
 		if spill != nil && (n == 0 || now.Sub(start) >= keepInMemory) {
 			if rest := spill(sent); rest != nil {
@@ -165,6 +178,16 @@ func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentTyp
 			}
 			spill, window = nil, min(sendTimeout, progressWindow)
 		}
+	}
+}
+
+// closed reports whether ch is closed; a nil ch never is.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -183,6 +206,10 @@ func writeRefusal(c echo.Context, err error, headers map[string]string) error {
 // spilledKey marks a response whose body moved to the spool because its client was slow, for
 // the access log.
 const spilledKey = "resplane.spilled"
+
+// spillFailureKey is where a response whose body could not move to the spool (the spool
+// failed) leaves the cause for the access log, which logs each cause once.
+const spillFailureKey = "resplane.spill_failure"
 
 // failureKey is where a handler leaves the internal failure behind an io_error answer for the
 // access log.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -65,11 +67,16 @@ func endUnreadBody(next echo.HandlerFunc) echo.HandlerFunc {
 // carries the internal failure's cause — the one place an internal error is logged, and never
 // in the response.
 func accessLog(log zerolog.Logger) echo.MiddlewareFunc {
+	spillFailures := &onceEach{}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
 			err := next(c)
 			r := c.Request()
+			if failure, ok := c.Get(spillFailureKey).(error); ok && spillFailures.first(causeOf(failure)) {
+				log.Warn().Err(failure).Msg("a slow client's body could not move to the spool and stays in memory, " +
+					"within --read-buffer-budget; check the filesystem of --spool-dir (this is logged once per cause)")
+			}
 			line := log.Info()
 			if failure, ok := c.Get(failureKey).(*refusal.Refusal); ok {
 				line = log.Error().Str("outcome", string(failure.Code)).Str("reason", failure.Message)
@@ -91,6 +98,39 @@ func accessLog(log zerolog.Logger) echo.MiddlewareFunc {
 			return err
 		}
 	}
+}
+
+// onceEach remembers the causes already logged, up to maxCauses of them (past that, every
+// cause counts as logged: a spool failing in ever new ways is one trouble, said often enough).
+type onceEach struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+const maxCauses = 32
+
+// first reports whether cause is new, and remembers it.
+func (o *onceEach) first(cause string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.seen[cause] || len(o.seen) >= maxCauses {
+		return false
+	}
+	if o.seen == nil {
+		o.seen = map[string]bool{}
+	}
+	o.seen[cause] = true
+	return true
+}
+
+// causeOf is what tells one failure's cause from another's: the system error inside err when
+// there is one (ENOSPC, EIO, …), whatever the path or size around it, else err's text.
+func causeOf(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
 }
 
 // bareStatus answers what echo itself refuses (such as "OPTIONS *", whose target no route can

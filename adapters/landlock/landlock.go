@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,9 +43,14 @@ type Policy struct {
 	Workdir string
 	// Writable are directories that may be read and written beneath. One beneath Workdir is
 	// looked up from the workdir without following symlinks; one elsewhere is the operator's
-	// and is looked up by its path. A directory that is missing, or beneath Workdir but not
-	// a real directory, gets no rule.
+	// and is looked up by its path. Each must be found so: one that is missing, or beneath
+	// Workdir but not a real directory, is Confine's error, since the service would write
+	// there unconfined or not at all.
 	Writable []string
+	// Optional are writable directories that get their rule only when found as Writable
+	// ones are (peer-in/, which the agent may have removed or replaced: then every fetch
+	// fails, and nothing else does).
+	Optional []string
 	// Readable are directories outside the workdir that may be read beneath, looked up by
 	// their paths (the TLS pair's). A missing one gets no rule.
 	Readable []string
@@ -80,10 +86,11 @@ type Service struct {
 // /proc entries when metrics are served.
 func (s Service) Policy() Policy {
 	writable := []string{s.SessionDir, filepath.Dir(s.TracePath), filepath.Dir(s.ControlPath), s.SpoolDir}
+	var optional []string
 	if s.Inbox != "" {
-		writable = append(writable, s.Inbox)
+		optional = append(optional, s.Inbox)
 	}
-	return Policy{Workdir: s.Workdir, Writable: writable, Readable: s.Readable, ProcessStats: s.Metrics}
+	return Policy{Workdir: s.Workdir, Writable: writable, Optional: optional, Readable: s.Readable, ProcessStats: s.Metrics}
 }
 
 // Exposing returns the writable directories of p that are the workdir or contain it (by their
@@ -236,8 +243,9 @@ func (a *anchors) add(fd int) string {
 }
 
 // anchor opens the workdir, each writable directory and each readable directory of p (see
-// Policy for how each is looked up) and returns their descriptors. The error names the workdir when it cannot be
-// opened; a writable or readable directory that cannot be opened is left out.
+// Policy for how each is looked up) and returns their descriptors. The error names the workdir
+// or the writable directory that cannot be opened; an optional or readable directory that
+// cannot be opened is left out.
 func anchor(p Policy) (*anchors, error) {
 	a := &anchors{}
 	wd, err := openDir(unix.AT_FDCWD, p.Workdir, 0)
@@ -246,13 +254,18 @@ func anchor(p Policy) (*anchors, error) {
 	}
 	a.workdir = a.add(wd)
 	seen := map[string]bool{}
-	for _, dir := range p.Writable {
+	for i, dir := range slices.Concat(p.Writable, p.Optional) {
 		dir = filepath.Clean(dir)
 		if seen[dir] {
 			continue
 		}
 		seen[dir] = true
 		fd, err := openWritable(wd, p.Workdir, dir)
+		if err != nil && i < len(p.Writable) {
+			a.close()
+			return nil, fmt.Errorf("the writable directory %s cannot anchor its Landlock rule "+
+				"(it must be a directory, reached beneath the workdir without a symlink): %w", dir, err)
+		}
 		if err != nil {
 			continue
 		}

@@ -52,12 +52,13 @@ var boxLayout = fixture.Layout{
 }
 
 // policyOf is the policy the helper confines itself with: every writable directory serve
-// would name, the planted symlink and a missing directory among them.
+// would name, and as optional ones peer-in, the planted symlink and a missing directory.
 func policyOf(box string) landlock.Policy {
 	wd := filepath.Join(box, "wd")
 	return landlock.Policy{Workdir: wd, Writable: []string{
-		filepath.Join(wd, "peer-in"), filepath.Join(wd, ".murmur/ses"), filepath.Join(wd, "planted"),
-		filepath.Join(box, "spool"), filepath.Join(box, "missing"),
+		filepath.Join(wd, ".murmur/ses"), filepath.Join(box, "spool"),
+	}, Optional: []string{
+		filepath.Join(wd, "peer-in"), filepath.Join(wd, "planted"), filepath.Join(box, "missing"),
 	}, Readable: []string{filepath.Join(box, "tls"), filepath.Join(box, "missing-too")}}
 }
 
@@ -371,7 +372,7 @@ func TestServicePolicyWritesOnlyWhatTheServiceWrites(t *testing.T) {
 		{"the session directory, the trace's and the socket's directories and the spool", func(s landlock.Service) landlock.Service { return s },
 			landlock.Policy{Workdir: "/w", Writable: []string{"/w/.murmur/ses_1", "/logs", "/run/c", "/spool"}}},
 		{"peer-in only when fetch-peer-file is offered", func(s landlock.Service) landlock.Service { s.Inbox = "/w/peer-in"; return s },
-			landlock.Policy{Workdir: "/w", Writable: []string{"/w/.murmur/ses_1", "/logs", "/run/c", "/spool", "/w/peer-in"}}},
+			landlock.Policy{Workdir: "/w", Writable: []string{"/w/.murmur/ses_1", "/logs", "/run/c", "/spool"}, Optional: []string{"/w/peer-in"}}},
 		{"its own /proc entries only when metrics are served", func(s landlock.Service) landlock.Service { s.Metrics = true; return s },
 			landlock.Policy{Workdir: "/w", Writable: []string{"/w/.murmur/ses_1", "/logs", "/run/c", "/spool"}, ProcessStats: true}},
 		{"the TLS pair's directories are read only", func(s landlock.Service) landlock.Service { s.Readable = []string{"/etc/tls"}; return s },

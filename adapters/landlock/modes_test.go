@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/resplane/resplane/adapters/landlock"
+	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
 func TestResultNamesTheABIOrNone(t *testing.T) {
@@ -73,3 +75,33 @@ func TestConfineWithoutRestricting(t *testing.T) {
 }
 
 var errAny = errors.New("any error")
+
+// TestAWritableDirectoryWithoutAnAnchorRefusesConfinement pins Policy.Writable: a writable
+// directory the rule cannot be anchored on (beneath the workdir through a symlink, or
+// missing) fails Confine with an error naming it, before anything is restricted, instead of
+// leaving the service to write there without a rule (every write then denied) or unconfined.
+func TestAWritableDirectoryWithoutAnAnchorRefusesConfinement(t *testing.T) {
+	if landlock.ABI() == 0 {
+		t.Skip("this kernel offers no Landlock: Confine anchors nothing here")
+	}
+	box := t.TempDir()
+	fixture.Write(t, box, fixture.Layout{"wd/": "", "outside/spool/": "", "wd/planted -> ../outside": ""})
+	wd := filepath.Join(box, "wd")
+	for _, tc := range []struct{ name, dir string }{
+		{"a directory reached beneath the workdir through a planted symlink", filepath.Join(wd, "planted/spool")},
+		{"a directory that is missing", filepath.Join(box, "missing")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := landlock.Confine(landlock.Auto, landlock.Policy{Workdir: wd, Writable: []string{tc.dir}})
+			if err == nil || !strings.Contains(err.Error(), tc.dir) || !strings.Contains(err.Error(), "Landlock rule") {
+				t.Fatalf("Confine: error %v, want one naming %s and its Landlock rule", err, tc.dir)
+			}
+			if got.String() != "none" {
+				t.Fatalf("achieved %q, want none", got)
+			}
+			if _, err := os.ReadDir(filepath.Dir(os.Args[0])); err != nil {
+				t.Fatalf("reading outside the workdir after the refusal: %v", err)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -240,7 +241,8 @@ func (m *memoryLanding) Commit(_ time.Time) error { return nil }
 // Discard drops the body.
 func (m *memoryLanding) Discard() { m.data = nil }
 
-// RunStdio is Run on the process's stdin and stdout.
+// RunStdio is Run on the process's stdin and stdout, one JSON-RPC message per line; a line
+// that is not JSON is answered -32700 and the session goes on (stdioTransport).
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.Run(ctx, &sdk.StdioTransport{})
+	return s.Run(ctx, stdioTransport(os.Stdin, os.Stdout))
 }

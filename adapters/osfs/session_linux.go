@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -51,9 +52,12 @@ func SessionDirPath(workdir, sessionID string) string {
 //     rename anything; what the service relies on is the session directory it holds.
 //   - The checks stand between users, not within one: a process running as the service's own
 //     user can do whatever the service can, a hard link in the session directory included.
-//   - A directory given by path (OpenDir of anything but the session directory, for an
-//     explicit --trace or --control elsewhere) is the operator's choice: it is created (0700)
-//     and resolved by name, following symlinks. Only a file's own name is protected there.
+//   - A directory given by path elsewhere (an explicit --spool-dir, or the directory of an
+//     explicit --trace or --control) is the operator's choice: its parents are created (0700)
+//     and resolved by name, following symlinks. What is protected there is the last
+//     component: OpenDir (the spool) never follows a symlink at the directory's own name,
+//     OpenTrace and the control socket never at the file's; CheckUnfollowed refuses, before
+//     anything is created, a symlink at that name or one beneath the workdir on the way to it.
 //   - The workdir itself is found by its path, as the operator gave it.
 //
 // A SessionDir is safe for concurrent use.
@@ -158,7 +162,9 @@ func (s *SessionDir) Path() string { return s.dir.Name() }
 
 // OpenDir returns a new descriptor of the directory at path, which the caller closes: a
 // duplicate of the held one when path is the session directory, else the directory at path,
-// created (mode 0700, with its parents) when missing and resolved by name.
+// its parents created (mode 0700) and resolved by name, and the directory itself created
+// (mode 0700) when missing and opened without following a symlink: a symlink at path, or
+// anything there but a directory, is an *UnsafeError and nothing is created through it.
 func (s *SessionDir) OpenDir(path string) (*os.File, error) {
 	if filepath.Clean(path) == s.Path() {
 		fd, err := unix.FcntlInt(s.dir.Fd(), unix.F_DUPFD_CLOEXEC, 0)
@@ -167,19 +173,75 @@ func (s *SessionDir) OpenDir(path string) (*os.File, error) {
 		}
 		return os.NewFile(uintptr(fd), s.Path()), nil
 	}
-	fd, err := createDir(path, 0o700, 0, "the directory")
+	parent, err := s.OpenParent(path)
+	if err != nil {
+		return nil, err
+	}
+	defer parent.Close()
+	fd, err := makeOpenDir(int(parent.Fd()), filepath.Base(path), path, "the directory")
 	if err != nil {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
 
+// OpenParent returns a new descriptor of the directory that holds the file at path, which
+// the caller closes: the held one's duplicate when that is the session directory, else that
+// directory resolved by name (following symlinks: only the file's own name is protected), it
+// and its parents created (mode 0700) when missing.
+func (s *SessionDir) OpenParent(path string) (*os.File, error) {
+	dir := filepath.Dir(filepath.Clean(path))
+	if dir == s.Path() {
+		return s.OpenDir(dir)
+	}
+	fd, err := createDir(dir, 0o700, 0, "the directory")
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), dir), nil
+}
+
+// CheckUnfollowed refuses path, which what names in the message (the spool directory, the
+// trace file, the control socket), when using it would follow a symlink someone could have
+// planted: when its own last component is a symlink, or when it lies beneath workdir (by its
+// text) and a component between workdir and it is one, which also leaves its Landlock rule
+// nothing to be anchored on (the rule is looked up from the workdir without following
+// symlinks). A component that is missing ends the check: nothing beyond it exists. It reads
+// only, and a refusal is an *UnsafeError, so a launch can check its paths before it creates
+// anything.
+func CheckUnfollowed(what, path, workdir string) error {
+	path = filepath.Clean(path)
+	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		return &UnsafeError{What: what, Path: path, Problem: "is a symlink",
+			Fix: "resplane never follows a symlink there: remove it (the agent may have planted it) or name the real path"}
+	}
+	rel, err := filepath.Rel(filepath.Clean(workdir), path)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil
+	}
+	cur := filepath.Clean(workdir)
+	for _, name := range strings.Split(rel, "/") {
+		cur = filepath.Join(cur, name)
+		st, err := os.Lstat(cur)
+		if err != nil {
+			return nil
+		}
+		if st.Mode()&os.ModeSymlink != 0 {
+			return &UnsafeError{What: what, Path: path,
+				Problem: "lies beneath the workdir through the symlink " + cur,
+				Fix: "resplane follows no symlink beneath the workdir (its Landlock rule could not be anchored there): " +
+					"remove it (the agent may have planted it) or name a path without one"}
+		}
+	}
+	return nil
+}
+
 // OpenTrace opens the trace file at path for appending, creating it with mode 0600: through
 // the held descriptor when path lies directly in the session directory, else in its own
-// directory as OpenDir finds it. The file's own name is never followed: a symlink there is an
+// directory as OpenParent finds it. The file's own name is never followed: a symlink there is an
 // *UnsafeError.
 func (s *SessionDir) OpenTrace(path string) (*os.File, error) {
-	dir, err := s.OpenDir(filepath.Dir(path))
+	dir, err := s.OpenParent(path)
 	if err != nil {
 		return nil, err
 	}

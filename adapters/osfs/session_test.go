@@ -235,3 +235,69 @@ func TestTheHeldDirectoryIsNotRedirected(t *testing.T) {
 		t.Errorf("OpenTrace after closing OpenDir's duplicate: %v", err)
 	}
 }
+
+// TestOpenDirNeverFollowsTheDirectorysOwnName pins OpenDir for a directory elsewhere (an
+// explicit --spool-dir): a symlink at its own name, even one swapped in after the launch's
+// check, is an UnsafeError and nothing is created through it; its parents are created and
+// followed (the operator's path).
+func TestOpenDirNeverFollowsTheDirectorysOwnName(t *testing.T) {
+	dir := t.TempDir()
+	fixture.Write(t, dir, fixture.Layout{"wd/": "", "outside/": "", "elsewhere/spool -> ../outside": "", "via -> elsewhere": ""})
+	sd, err := OpenSessionDir(filepath.Join(dir, "wd"), testSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	var unsafe *UnsafeError
+	if _, err := sd.OpenDir(filepath.Join(dir, "elsewhere/spool")); !errors.As(err, &unsafe) || unsafe.Problem != "is a symlink" {
+		t.Fatalf("OpenDir of a symlink: error %v, want an UnsafeError saying it is a symlink", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "outside")); len(entries) != 0 {
+		t.Errorf("something was created through the symlink: %v", entries)
+	}
+	made, err := sd.OpenDir(filepath.Join(dir, "via/new/spool"))
+	if err != nil {
+		t.Fatalf("OpenDir beneath a followed parent: %v", err)
+	}
+	made.Close()
+	if st, err := os.Lstat(filepath.Join(dir, "elsewhere/new/spool")); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+		t.Errorf("the new directory: %v, %v; want a directory with mode 0700", st, err)
+	}
+}
+
+// TestCheckUnfollowedRefusesAPlantedLink pins CheckUnfollowed, one row per rule: a symlink at
+// the path's own name is refused wherever the path is; beneath the workdir, so is a symlink
+// at any component on the way; outside it, parents are the operator's and are followed; a
+// missing component ends the check.
+func TestCheckUnfollowedRefusesAPlantedLink(t *testing.T) {
+	dir := t.TempDir()
+	fixture.Write(t, dir, fixture.Layout{
+		"wd/real/": "", "wd/link -> real": "", "outside/": "", "outlink -> outside": "",
+	})
+	wd := filepath.Join(dir, "wd")
+	for _, tc := range []struct {
+		rule, path, problem string // problem "" for accepted
+	}{
+		{"a real directory beneath the workdir is accepted", "wd/real", ""},
+		{"a missing path beneath the workdir is accepted", "wd/real/new/spool", ""},
+		{"a symlink at the path's own name is refused", "wd/link", "is a symlink"},
+		{"a symlink on the way beneath the workdir is refused", "wd/link/spool", "through the symlink " + filepath.Join(wd, "link")},
+		{"a symlink at the own name outside the workdir is refused", "outlink", "is a symlink"},
+		{"a symlink among the parents outside the workdir is followed", "outlink/spool", ""},
+		{"the workdir itself is accepted", "wd", ""},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			err := CheckUnfollowed("the spool directory", filepath.Join(dir, tc.path), wd)
+			if tc.problem == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var unsafe *UnsafeError
+			if !errors.As(err, &unsafe) || !strings.Contains(unsafe.Problem, tc.problem) || unsafe.Path != filepath.Join(dir, tc.path) {
+				t.Fatalf("error %v, want an UnsafeError for %s that %s", err, tc.path, tc.problem)
+			}
+		})
+	}
+}

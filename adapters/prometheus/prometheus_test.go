@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/resplane/resplane/domain/hostpolicy"
 	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/domain/trace"
 )
@@ -287,7 +288,7 @@ func TestTheMetricsListenerAnswersMetricsHealthAndReadiness(t *testing.T) {
 	m := New()
 	m.Record(trace.ResourceRead{Path: "a.txt", Bytes: 3})
 	ready := false
-	srv := httptest.NewServer(m.Handler(func() bool { return ready }, nil))
+	srv := httptest.NewServer(m.Handler(func() bool { return ready }, hostpolicy.New(), nil))
 	defer srv.Close()
 	get := func(method, path string) (int, string) {
 		t.Helper()
@@ -332,7 +333,7 @@ func TestTheMetricsListenerAnswersMetricsHealthAndReadiness(t *testing.T) {
 func scrape(t *testing.T, m *Metrics) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	m.Handler(func() bool { return true }, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	m.Handler(func() bool { return true }, hostpolicy.New("example.com"), nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("/metrics answered %d", rec.Code)
 	}

@@ -43,9 +43,10 @@ expires after --ttl, or max_ttl.`,
 				}, Notes: controlNotes},
 			run: (*program).shareFile,
 		}, {
-			spec: config.Spec{Name: "tool fetch-peer-file", Summary: `Redeems a handle a peer sent, into peer-in/. The file is verified against
-its etag and stored under peer-in/ in the workdir. The peer must be in
-capabilities.peer_fetch.allow.`,
+			spec: config.Spec{Name: "tool fetch-peer-file", Summary: `Redeems a handle a peer sent: the peer's file is fetched, verified
+against its etag and lands whole, or not at all, as peer-in/<handle id>-<file name> in the
+workdir (a later fetch of the same handle replaces it). Prints the result, whose "path"
+names the file relative to the workdir. The peer must be in capabilities.peer_fetch.allow.`,
 				Flags: []config.Flag{
 					{Name: "peer", Arg: "ADDR", Required: true, Usage: "The peer's address: host:port or an http(s) URL"},
 					{Name: "handle", Arg: "H", Required: true, Usage: "The handle, or - to read it from standard input (use -: a handle on the command line is visible to every user of the host)"},

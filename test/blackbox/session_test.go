@@ -113,6 +113,76 @@ func TestSessionPathsTheAgentPlantedRefuseTheLaunch(t *testing.T) {
 	}
 }
 
+// TestPlantedSpoolTraceAndControlPathsRefuseTheLaunch pins docs/operator-guide.md, "Files
+// resplane creates" and "Threat model": an explicit --spool-dir, --trace or --control is never
+// used through a symlink at its own name, nor through one beneath the workdir on the way to it
+// (where the Landlock rule for it could not be anchored either). The agent owns the workdir and
+// can plant such a link before the operator starts the service; serve then exits 1 with one
+// line naming the flag's path and the symlink, and creates nothing: no session directory, no
+// byte where the link points, under --confine off as well.
+func TestPlantedSpoolTraceAndControlPathsRefuseTheLaunch(t *testing.T) {
+	tests := []struct {
+		name  string
+		files fixture.Layout // relative to the dir holding murmur.yaml; wd/ is the workdir
+		flag  string
+		path  string   // the flag's value, relative to the dir
+		says  []string // what the line must also say
+	}{
+		{name: "the spool directory is a symlink out of the workdir",
+			files: fixture.Layout{"outside/": "", "wd/spool -> ../outside": ""},
+			flag:  "--spool-dir", path: "wd/spool", says: []string{"spool directory", "is a symlink", "remove"}},
+		{name: "the spool directory is a symlink to a directory inside the workdir",
+			files: fixture.Layout{"wd/elsewhere/": "", "wd/spool -> elsewhere": ""},
+			flag:  "--spool-dir", path: "wd/spool", says: []string{"spool directory", "is a symlink", "remove"}},
+		{name: "the spool directory outside the workdir is a symlink",
+			files: fixture.Layout{"wd/": "", "outside/": "", "spool -> outside": ""},
+			flag:  "--spool-dir", path: "spool", says: []string{"spool directory", "is a symlink", "remove"}},
+		{name: "the spool directory is a dangling symlink",
+			files: fixture.Layout{"outside/": "", "wd/spool -> ../outside/new": ""},
+			flag:  "--spool-dir", path: "wd/spool", says: []string{"spool directory", "is a symlink", "remove"}},
+		{name: "the spool directory lies beneath a planted symlink in the workdir",
+			files: fixture.Layout{"outside/": "", "wd/scratch -> ../outside": ""},
+			flag:  "--spool-dir", path: "wd/scratch/spool", says: []string{"spool directory", "through the symlink", "Landlock"}},
+		{name: "the trace's directory lies beneath a planted symlink in the workdir",
+			files: fixture.Layout{"outside/": "", "wd/logs -> ../outside": ""},
+			flag:  "--trace", path: "wd/logs/trace.jsonl", says: []string{"trace file", "through the symlink", "Landlock"}},
+		{name: "the control socket's directory lies beneath a planted symlink in the workdir",
+			files: fixture.Layout{"outside/": "", "wd/run -> ../outside": ""},
+			flag:  "--control", path: "wd/run/control.sock", says: []string{"control socket", "through the symlink", "Landlock"}},
+		{name: "the trace file outside the workdir is a symlink",
+			files: fixture.Layout{"wd/": "", "outside/precious.txt": "root only\n", "trace.jsonl -> outside/precious.txt": ""},
+			flag:  "--trace", path: "trace.jsonl", says: []string{"trace file", "is a symlink", "remove"}},
+	}
+	for i, tc := range tests {
+		confines := []string{"auto"}
+		if i == 0 {
+			confines = append(confines, "off") // the check does not hang on the confinement
+		}
+		for _, confine := range confines {
+			t.Run(tc.name+", --confine "+confine, func(t *testing.T) {
+				dir, manifest := bbLaunchDir(t, bbFilesManifest("out/", ""), tc.files)
+				before := fixture.Snapshot(t, dir)
+				code, stdout, stderr := harness.RunCLI(t, nil, "serve", "--manifest", manifest, "--workdir", dir+"/wd",
+					"--listen", "127.0.0.1:0", "--session-id", bbSessionID, "--confine", confine, tc.flag, filepath.Join(dir, tc.path))
+				if code != 1 || stdout != "" {
+					t.Fatalf("exit %d, stdout %q; want exit 1 and no ready line; stderr %q", code, stdout, stderr)
+				}
+				if strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
+					t.Fatalf("stderr is not exactly one line: %q", stderr)
+				}
+				for _, want := range append([]string{filepath.Join(dir, tc.path), tc.flag}, tc.says...) {
+					if !strings.Contains(stderr, want) {
+						t.Errorf("stderr %q does not say %q", stderr, want)
+					}
+				}
+				if after := fixture.Snapshot(t, dir); !slices.Equal(before, after) {
+					t.Errorf("the refused launch changed the tree:\nbefore %q\nafter  %q", before, after)
+				}
+			})
+		}
+	}
+}
+
 // TestTheSessionDirectoryIsOursAndARelaunchReusesIt pins docs/operator-guide.md, "Files
 // resplane creates": a launch creates .murmur/<session id>/ (0700, owned by the service's
 // user) with the trace (0600) and the control socket (0600) in it; a relaunch over that same

@@ -257,3 +257,31 @@ func TestASpoolWithoutUnnamedFilesFallsBackToMemoryWithOneWarning(t *testing.T) 
 		t.Fatalf("%d warning lines, want exactly one naming O_TMPFILE; stderr:\n%s", n, p.Stderr())
 	}
 }
+
+// TestShutdownEndsStalledSendsWhenItBegins pins docs/operator-guide.md, "Signals": once
+// SIGTERM arrives, a response whose client takes no byte is ended at its next progress check
+// (at most 1 s) instead of holding the shutdown for its grace (10 s): with 100 clients that
+// each requested a 10 MiB file and never read, serve exits 0 within 5 s (half the grace; it
+// took the grace and 2 s more when sends did not watch the shutdown), its session_end written.
+func TestShutdownEndsStalledSendsWhenItBegins(t *testing.T) {
+	big := bbPattern(10 << 20)
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""),
+		Files: fixture.Layout{"out/big.bin": string(big)}})
+	addr := p.Ready.Listen
+	harness.Stall(t, addr, harness.RequestText(addr, "GET", "/resources/files/big.bin"), 100)
+	harness.AwaitOK(t, p.Ready.Trace, "resource_read", 100, 60*time.Second)
+
+	start := time.Now()
+	code := p.Stop(t)
+	took := time.Since(start)
+	if code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM, want 0; stderr:\n%s", code, p.Stderr())
+	}
+	if took > 5*time.Second {
+		t.Fatalf("serve took %v to exit with 100 stalled clients, want at most 5 s (the grace is 10 s)", took)
+	}
+	if events := harness.Events(t, p.Ready.Trace); len(events) == 0 || events[len(events)-1].M["event_type"] != "session_end" {
+		t.Fatalf("the trace does not end with session_end")
+	}
+	t.Logf("with 100 stalled 10 MiB reads, serve exited %v after SIGTERM", took)
+}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/resplane/resplane/adapters/config"
 	"github.com/resplane/resplane/adapters/prometheus"
+	"github.com/resplane/resplane/domain/hostpolicy"
 )
 
 // separator splits a YAML stream into its documents.
@@ -211,7 +212,7 @@ func checkDeployment(t *testing.T, d appsv1.Deployment, o objects) bool {
 	})
 
 	t.Run("the probes reach the metrics listener", func(t *testing.T) {
-		handler := prometheus.New().Handler(func() bool { return true }, nil)
+		handler := prometheus.New().Handler(func() bool { return true }, hostpolicy.New(strings.Split(flags["allowed-hosts"], ",")...), nil)
 		for name, probe := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
 			if probe == nil || probe.HTTPGet == nil {
 				t.Fatalf("no %s httpGet probe", name)
@@ -224,6 +225,14 @@ func checkDeployment(t *testing.T, d appsv1.Deployment, o objects) bool {
 			if rec.Code != http.StatusOK {
 				t.Errorf("the %s probe's path %s answers %d on the metrics listener", name, probe.HTTPGet.Path, rec.Code)
 			}
+		}
+		// Prometheus's pod discovery scrapes the annotated path by the pod's address.
+		scrape := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		scrape.Host = "10.1.2.3:" + strconv.Itoa(portOf(t, flags["metrics-listen"]))
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, scrape)
+		if rec.Code != http.StatusOK {
+			t.Errorf("a scrape by the pod's address answers %d on the metrics listener", rec.Code)
 		}
 	})
 

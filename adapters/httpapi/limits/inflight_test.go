@@ -45,3 +45,33 @@ func TestAbandonWithNothingRunningReturnsAtOnce(t *testing.T) {
 		t.Fatal("abandon with no request running did not report idle")
 	}
 }
+
+// TestDrainIsSeenByEveryRequestBeforeItIsCancelled pins Drain and Draining: a request's
+// context carries the channel Drain closes, which is open until shutdown begins and closed
+// after, while the context itself stays live until Abandon; a context of no Inflight has none.
+func TestDrainIsSeenByEveryRequestBeforeItIsCancelled(t *testing.T) {
+	requests := NewInflight()
+	ctx := requests.BaseContext(nil)
+	draining := Draining(ctx)
+	if draining == nil {
+		t.Fatal("a request's context carries no draining channel")
+	}
+	select {
+	case <-draining:
+		t.Fatal("draining is closed before shutdown began")
+	default:
+	}
+	requests.Drain()
+	requests.Drain() // twice is harmless
+	select {
+	case <-draining:
+	default:
+		t.Fatal("draining is still open after Drain")
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Drain cancelled the request; only Abandon may")
+	}
+	if Draining(httptest.NewRequest(http.MethodGet, "/", nil).Context()) != nil {
+		t.Fatal("a context of no Inflight has a draining channel")
+	}
+}

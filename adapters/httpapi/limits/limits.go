@@ -72,22 +72,6 @@ func ControlOptions(readHeader time.Duration) Options {
 	return Options{ReadHeaderTimeout: readHeader, Local: true}
 }
 
-// Metrics listener bounds: a scraper, the probes and an operator's curl need little.
-const (
-	// MetricsMaxConns caps the metrics listener's open connections.
-	MetricsMaxConns = 16
-	// metricsWriteTimeout bounds writing one answer on the metrics listener.
-	metricsWriteTimeout = 30 * time.Second
-	// metricsMaxHeaderBlock bounds a request's line and header block on the metrics listener.
-	metricsMaxHeaderBlock = 8 << 10
-)
-
-// MetricsOptions are the metrics listener's: the --read-header-timeout, a 30 s bound on an
-// answer and an 8 KiB header block. Serve it on a listener capped at MetricsMaxConns.
-func MetricsOptions(readHeader time.Duration) Options {
-	return Options{ReadHeaderTimeout: readHeader, WriteTimeout: metricsWriteTimeout, MaxHeaderBlock: metricsMaxHeaderBlock, Local: true}
-}
-
 // Harden configures srv as opts says. Every server gets:
 //
 //   - ReadHeaderTimeout: a connection that has not sent its whole header in time is closed;

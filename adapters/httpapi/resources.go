@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
@@ -93,17 +92,19 @@ func (h *Resources) unknownResource(c echo.Context, req application.Request) err
 }
 
 func (h *Resources) list(c echo.Context, req application.Request) error {
-	gen, listing, err := h.files.List(c.Request().Context(), req)
+	gen, served, err := h.files.List(c.Request().Context(), req, encodeListing)
 	headers := map[string]string{headerGeneration: formatUint(gen)}
 	if err != nil {
 		return writeRefusal(c, err, headers)
 	}
-	defer listing.Release()
-	headers[headerContainment] = listing.Containment.String()
-	headers[headerExportRoot] = listing.Root
-	body := encodeJSON(listingBodyOf(listing))
-	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeJSON, headers, int64(len(body)), bytes.NewReader(body), nil)
+	defer served.Body.Release()
+	headers[headerContainment] = served.Containment.String()
+	headers[headerExportRoot] = served.ExportRoot
+	return h.send(c, contentTypeJSON, headers, served.Body)
 }
+
+// encodeListing renders a listing as its JSON answer (docs/http-api.md, "The listing").
+func encodeListing(l *application.Listing) []byte { return encodeJSON(listingBodyOf(l)) }
 
 func (h *Resources) read(c echo.Context, req application.Request, rawPath string) error {
 	gen, served, err := h.files.Read(c.Request().Context(), req, rawPath)
@@ -122,7 +123,13 @@ func (h *Resources) read(c echo.Context, req application.Request, rawPath string
 func (h *Resources) writeServed(c echo.Context, headers map[string]string, body *application.Body) error {
 	headers["etag"] = body.ETag()
 	headers[headerMTime] = strconv.FormatInt(body.ModTime.UnixMilli(), 10)
-	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeBinary, headers, body.Size, body.Content(), body.Spill)
+	return h.send(c, contentTypeBinary, headers, body)
+}
+
+// send writes a 200 whose body is held by the reader (a file's or a listing's), spilling it
+// when its client is slow.
+func (h *Resources) send(c echo.Context, contentType string, headers map[string]string, body *application.Body) error {
+	return writeBody(c, h.sendTimeout, http.StatusOK, contentType, headers, body.Size, body.Content(), body.Spill)
 }
 
 func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }

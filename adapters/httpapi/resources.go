@@ -11,6 +11,7 @@ import (
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/hostpolicy"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/sendrate"
 )
 
 // Route prefixes, matched on the raw request target by whole segments.
@@ -23,27 +24,36 @@ const (
 
 // Resources answers everything the resource listener receives.
 type Resources struct {
-	files       *application.Files
-	peer        *application.Redeem
-	card        []byte
-	hosts       hostpolicy.Policy
-	sendTimeout time.Duration
+	files  *application.Files
+	peer   *application.Redeem
+	card   []byte
+	hosts  hostpolicy.Policy
+	bounds Send
 }
 
 // DefaultSendTimeout is how long a response may go without the client taking a byte of it
 // (--send-timeout) when NewResources is given no timeout.
 const DefaultSendTimeout = 30 * time.Second
 
+// Send bounds how a body that holds a reservation is sent (docs/operator-guide.md, "Memory and
+// connection bounds"): a response that breaks either bound is closed and its body released.
+type Send struct {
+	// Timeout closes a response whose client takes no byte of it for that long
+	// (--send-timeout); DefaultSendTimeout when it is not positive.
+	Timeout time.Duration
+	// MinRate closes a response whose client takes it more slowly than this, after its grace
+	// (--min-send-rate); the zero Rate is off.
+	MinRate sendrate.Rate
+}
+
 // NewResources returns the listener's handler set. card is our agent card, already rendered;
-// hosts decides which Host headers are answered (docs/http-api.md, "Host names");
-// sendTimeout closes a response that makes no progress for that long (DefaultSendTimeout when
-// it is not positive).
-func NewResources(files *application.Files, peer *application.Redeem, card AgentCard, hosts hostpolicy.Policy,
-	sendTimeout time.Duration) *Resources {
-	if sendTimeout <= 0 {
-		sendTimeout = DefaultSendTimeout
+// hosts decides which Host headers are answered (docs/http-api.md, "Host names"); send bounds
+// how bodies are sent.
+func NewResources(files *application.Files, peer *application.Redeem, card AgentCard, hosts hostpolicy.Policy, send Send) *Resources {
+	if send.Timeout <= 0 {
+		send.Timeout = DefaultSendTimeout
 	}
-	return &Resources{files: files, peer: peer, card: card.JSON, hosts: hosts, sendTimeout: sendTimeout}
+	return &Resources{files: files, peer: peer, card: card.JSON, hosts: hosts, bounds: send}
 }
 
 // Register routes every method and every path of e to the raw-target dispatcher. Echo's own
@@ -129,7 +139,7 @@ func (h *Resources) writeServed(c echo.Context, headers map[string]string, body 
 // send writes a 200 whose body is held by the reader (a file's or a listing's), spilling it
 // when its client is slow.
 func (h *Resources) send(c echo.Context, contentType string, headers map[string]string, body *application.Body) error {
-	return writeBody(c, h.sendTimeout, http.StatusOK, contentType, headers, body.Size, body.Content(), body.Spill)
+	return writeBody(c, h.bounds, http.StatusOK, contentType, headers, body.Size, body.Content(), body.Spill)
 }
 
 func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }

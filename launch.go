@@ -16,6 +16,7 @@ import (
 	"github.com/resplane/resplane/domain/diag"
 	"github.com/resplane/resplane/domain/manifest"
 	"github.com/resplane/resplane/domain/proof"
+	"github.com/resplane/resplane/domain/sendrate"
 )
 
 // Launch is everything decided before the service is assembled: the validated manifest, the
@@ -98,6 +99,9 @@ type Limits struct {
 	Budgets budget.Sizes
 	// SendTimeout closes a response that makes no progress for that long.
 	SendTimeout time.Duration
+	// MinSendRate closes a response whose client takes its body more slowly than this
+	// (--min-send-rate); the zero Rate is off.
+	MinSendRate sendrate.Rate
 	// FetchMaxBytes is the most fetch-peer-file receives.
 	FetchMaxBytes int64
 	// ReadHeaderTimeout closes a connection on either listener whose request header is not

@@ -350,7 +350,7 @@ func provideResourceListener(bound net.Listener, network Network, logger zerolog
 
 func provideResources(files *application.Files, peer *application.Redeem, card httpapi.AgentCard, hosts hostpolicy.Policy,
 	lim Limits) *httpapi.Resources {
-	return httpapi.NewResources(files, peer, card, hosts, lim.SendTimeout)
+	return httpapi.NewResources(files, peer, card, hosts, httpapi.Send{Timeout: lim.SendTimeout, MinRate: lim.MinSendRate})
 }
 
 // resourceServer serves the resource listener; a distinct type so wire can tell it from the

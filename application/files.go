@@ -59,16 +59,19 @@ type Files struct {
 	reader  *Reader
 	clock   ports.Clock
 	trace   ports.TraceSink
-	// listings holds one token per listing under way, from its walk until its answer is
-	// written (Listing.Release).
+	// listings holds one token per listing under way, from the start of its walk until its
+	// answer is encoded and held (List).
 	listings chan struct{}
 	hashes   hashCache
 }
 
 // MaxListings is how many listings may be under way at once, from the start of the walk until
-// the answer has been written; further listings wait for one to finish, for as long as their
-// request lasts. Each holds at most resolve.MaxDepth directories open and memory for at most
-// resolve.MaxEntries entries (docs/decisions/0068-listing-and-resolution-bounds.md).
+// the encoded answer is held like a body (Reader.Hold); further listings wait for one to
+// finish, for as long as their request lasts. Each holds at most resolve.MaxDepth directories
+// open and memory for at most resolve.MaxEntries entries
+// (docs/decisions/0068-listing-and-resolution-bounds.md). A listing's turn never waits on its
+// client: the answer is sent after the turn has ended, from a reservation that a slow client
+// spills or loses (docs/decisions/0140-a-listing-is-sent-like-a-body.md).
 const MaxListings = 2
 
 // NewFiles returns the operator plane. plane is nil when the manifest declares no
@@ -81,8 +84,7 @@ func NewFiles(plane *ExportPlane, session Session, fs ports.ExportFS, reader *Re
 	}
 }
 
-// Listing is the body of a successful listing. Release must be called once it has been
-// written out: until then it counts as one of the MaxListings under way.
+// Listing is what a successful listing's walk found, handed to the edge's encoder.
 type Listing struct {
 	Root        string
 	Mode        string
@@ -90,16 +92,6 @@ type Listing struct {
 	Generation  uint64
 	Containment containment.Class
 	Entries     []ListedFile
-	release     func()
-}
-
-// Release ends the listing's turn among the MaxListings under way. It is safe to call more
-// than once.
-func (l *Listing) Release() {
-	if l.release != nil {
-		l.release()
-		l.release = nil
-	}
 }
 
 // ListedFile is one entry of a listing; size, mtime and hash come from one open of the file,
@@ -116,24 +108,30 @@ const ReadOnlyMode = "read-only"
 
 // List answers GET /resources/files. The generation is read once, at the start; the returned
 // value carries it even when err is a refusal, because every files response reports it. A
-// listing waits for its turn among MaxListings, and is abandoned when ctx ends first; the
-// caller must Release a returned listing once it is written out.
-func (s *Files) List(ctx context.Context, req Request) (generation uint64, listing *Listing, err error) {
+// listing waits for its turn among MaxListings, and is abandoned when ctx ends first. Within
+// its turn it walks the export, renders the result with encode (the wire shape is the edge's)
+// and holds those bytes like a file body of their size (Reader.Hold, which may wait for room
+// too); the turn ends when List returns, before a byte is sent. The caller sends the served
+// body and must Release it.
+func (s *Files) List(ctx context.Context, req Request, encode func(*Listing) []byte) (generation uint64, served *Served, err error) {
 	gen := s.session.Generation.Current()
-	listing, err = s.list(ctx, req, gen)
-	event := trace.ResourceList{Generation: gen, Containment: s.session.Containment.String(), Err: err}
-	if err == nil {
-		event.Root = listing.Root
-		event.EntryCount = int64(len(listing.Entries))
-		for _, e := range listing.Entries {
+	event := trace.ResourceList{Generation: gen, Containment: s.session.Containment.String()}
+	served, err = s.list(ctx, req, gen, func(l *Listing) []byte {
+		event.Root = l.Root
+		event.EntryCount = int64(len(l.Entries))
+		for _, e := range l.Entries {
 			event.TotalBytes += e.Size
 		}
+		return encode(l)
+	})
+	if err != nil {
+		event = trace.ResourceList{Generation: gen, Containment: event.Containment, Err: err}
 	}
 	s.trace.Record(event)
-	return gen, listing, err
+	return gen, served, err
 }
 
-func (s *Files) list(ctx context.Context, req Request, gen uint64) (*Listing, error) {
+func (s *Files) list(ctx context.Context, req Request, gen uint64, encode func(*Listing) []byte) (*Served, error) {
 	if err := Admit(req); err != nil {
 		return nil, err
 	}
@@ -146,16 +144,19 @@ func (s *Files) list(ctx context.Context, req Request, gen uint64) (*Listing, er
 		return nil, refusal.WithMessage(refusal.IOError, "The listing was abandoned: its request ended while it waited for one of the "+
 			strconv.Itoa(MaxListings)+" listings that may run at once.").Wrapping(ctx.Err())
 	}
+	defer func() { <-s.listings }()
 	listing := &Listing{
 		Root: s.plane.Root, Mode: ReadOnlyMode, MaxBytes: s.plane.MaxBytes,
 		Generation: gen, Containment: s.session.Containment,
-		release: func() { <-s.listings },
 	}
 	if err := s.walk(ctx, listing); err != nil {
-		listing.Release()
 		return nil, err
 	}
-	return listing, nil
+	body, err := s.reader.Hold(ctx, encode(listing))
+	if err != nil {
+		return nil, err
+	}
+	return &Served{Body: body, Containment: s.session.Containment, ExportRoot: s.plane.Root}, nil
 }
 
 // walk fills listing with the export's regular files. A file the hash cache proves unchanged

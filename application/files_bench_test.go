@@ -89,14 +89,13 @@ func BenchmarkListing(b *testing.B) {
 			disk, reader, clk, discardSink{})
 	}
 	list := func(b *testing.B, files *application.Files) {
-		_, listing, err := files.List(context.Background(), get)
+		_, listing, err := listOf(b, files, context.Background(), get)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if len(listing.Entries) != listFiles {
 			b.Fatalf("listed %d files, want %d", len(listing.Entries), listFiles)
 		}
-		listing.Release()
 	}
 	run := func(b *testing.B, files func() *application.Files) {
 		b.SetBytes(listFiles * listFileLen)

@@ -131,11 +131,10 @@ func TestListingIsSortedHashedAndTraced(t *testing.T) {
 	if err := w.fs.MakeFIFO("out/pipe"); err != nil {
 		t.Fatal(err)
 	}
-	gen, listing, err := newFiles(w, outPlane).List(context.Background(), get)
+	gen, listing, err := listOf(t, newFiles(w, outPlane), context.Background(), get)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer listing.Release()
 	var paths []string
 	var total int64
 	for _, e := range listing.Entries {
@@ -162,11 +161,10 @@ func TestListingIsSortedHashedAndTraced(t *testing.T) {
 
 func TestListingOfAMissingRootIsEmpty(t *testing.T) {
 	w := newWorld(t, containment.Scoped)
-	_, listing, err := newFiles(w, outPlane).List(context.Background(), get)
+	_, listing, err := listOf(t, newFiles(w, outPlane), context.Background(), get)
 	if err != nil || listing.Entries == nil || len(listing.Entries) != 0 {
 		t.Fatalf("List = %+v, %v; want an empty, non-nil list", listing, err)
 	}
-	listing.Release()
 }
 
 func TestListingRefusalsRecordAnEmptyRoot(t *testing.T) {
@@ -181,7 +179,7 @@ func TestListingRefusalsRecordAnEmptyRoot(t *testing.T) {
 		{application.Request{Method: "GET", HostAllowed: true, HasBody: true}, nil, refusal.BodyNotAllowed},
 		{get, nil, refusal.NoResourcePlane},
 	} {
-		_, _, err := newFiles(w, tc.plane).List(context.Background(), tc.req)
+		_, _, err := listOf(t, newFiles(w, tc.plane), context.Background(), tc.req)
 		if !refusal.Is(err, tc.want) {
 			t.Fatalf("List(%+v) = %v; want %s", tc.req, err, tc.want)
 		}
@@ -206,11 +204,10 @@ func TestGenerationIsReadOnceAndReportedEverywhere(t *testing.T) {
 	if _, err := tasks.Terminal("paused"); !refusal.Is(err, refusal.InvalidInput) {
 		t.Fatalf("Terminal(paused) = %v", err)
 	}
-	gen, listing, err := files.List(context.Background(), get)
+	gen, listing, err := listOf(t, files, context.Background(), get)
 	if err != nil || gen != 2 || listing.Generation != 2 {
 		t.Fatalf("List generation %d/%v, %v; want 2", gen, listing, err)
 	}
-	listing.Release()
 	got, _ := fields(w.lastEvent(t, "resource_list"))
 	if got["generation"] != uint64(2) {
 		t.Fatalf("traced generation %v", got["generation"])

@@ -1,7 +1,9 @@
 package application_test
 
 import (
+	"context"
 	"io"
+	"strconv"
 	"testing"
 	"time"
 
@@ -91,3 +93,26 @@ func request(method string) application.Request {
 
 // get is a plain GET: an acceptable Host and no body.
 var get = request("GET")
+
+// listOf runs files.List with an encoder that keeps the walk's result, checks that the served
+// body holds exactly what the encoder rendered, releases it, and returns the result.
+func listOf(t testing.TB, files *application.Files, ctx context.Context, req application.Request) (uint64, *application.Listing, error) {
+	t.Helper()
+	var listing *application.Listing
+	gen, served, err := files.List(ctx, req, func(l *application.Listing) []byte {
+		listing = l
+		return []byte(strconv.Itoa(len(l.Entries)) + " entries")
+	})
+	if err != nil {
+		return gen, nil, err
+	}
+	defer served.Body.Release()
+	data, rerr := io.ReadAll(served.Body.Content())
+	if want := strconv.Itoa(len(listing.Entries)) + " entries"; rerr != nil || string(data) != want || served.Body.Size != int64(len(want)) {
+		t.Fatalf("the served listing holds %q (%d bytes), %v; want the encoder's %q", data, served.Body.Size, rerr, want)
+	}
+	if served.ExportRoot != listing.Root || served.Containment != listing.Containment {
+		t.Fatalf("served provenance %q/%v, listing %q/%v", served.ExportRoot, served.Containment, listing.Root, listing.Containment)
+	}
+	return gen, listing, nil
+}

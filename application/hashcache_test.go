@@ -45,11 +45,10 @@ func (f countingFile) Read(p []byte) (int, error) {
 func listed(t *testing.T, files *application.Files, fs *countingFS) (map[string]string, int64) {
 	t.Helper()
 	before := fs.read.Load()
-	_, listing, err := files.List(context.Background(), get)
+	_, listing, err := listOf(t, files, context.Background(), get)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer listing.Release()
 	hashes := map[string]string{}
 	for _, e := range listing.Entries {
 		hashes[e.Path] = e.SHA256
@@ -170,7 +169,7 @@ func TestAFileThatCannotBeHashedRefusesTheListing(t *testing.T) {
 	w.write(t, "out/a", "A")
 	w.write(t, "out/b", "B")
 	files := application.NewFiles(outPlane, w.session, failingReads{w.fs}, w.reader, w.clock, w.trace)
-	_, listing, err := files.List(context.Background(), get)
+	_, listing, err := listOf(t, files, context.Background(), get)
 	if r, ok := refusal.As(err); !ok || r.Code != refusal.IOError || listing != nil || r.Message != refusal.IO("input/output error").Message {
 		t.Fatalf("List = %v, %v; want io_error naming the read failure, never a shorter listing", listing, err)
 	}
@@ -191,21 +190,42 @@ func (failingFile) Read([]byte) (int, error) {
 	return 0, &os.PathError{Op: "read", Path: "/srv/x", Err: syscall.EIO}
 }
 
+// TestListingsRunAtMostMaxListingsAtOnce pins MaxListings: a listing's turn lasts from its
+// walk until its answer is encoded and held, so listings whose encoding has not returned hold
+// every turn, a further one waits (and is abandoned with its request), and a turn comes back
+// as soon as one of them returns, before any byte of its answer is sent.
 func TestListingsRunAtMostMaxListingsAtOnce(t *testing.T) {
 	w := newWorld(t, containment.Sealed)
 	w.write(t, "out/f", "bytes")
 	files := newFiles(w, outPlane)
-	var held []*application.Listing
+	type held struct {
+		unblock chan struct{}
+		done    chan *application.Served
+	}
+	hold := func() held {
+		h := held{unblock: make(chan struct{}), done: make(chan *application.Served, 1)}
+		encoding := make(chan struct{})
+		go func() {
+			_, served, err := files.List(context.Background(), get, func(*application.Listing) []byte {
+				close(encoding)
+				<-h.unblock
+				return []byte("{}")
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			h.done <- served
+		}()
+		<-encoding
+		return h
+	}
+	var turns []held
 	for range application.MaxListings {
-		_, listing, err := files.List(context.Background(), get)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, listing)
+		turns = append(turns, hold())
 	}
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := files.List(ended, get)
+	_, _, err := listOf(t, files, ended, get)
 	if r, ok := refusal.As(err); !ok || r.Code != refusal.IOError || r.Cause() != context.Canceled {
 		t.Fatalf("a listing beyond MaxListings whose request ended = %v; want io_error caused by the cancellation", err)
 	}
@@ -213,17 +233,20 @@ func TestListingsRunAtMostMaxListingsAtOnce(t *testing.T) {
 	if got["outcome"] != "io_error" {
 		t.Errorf("the abandoned listing was traced %v", got)
 	}
-	held[0].Release()
-	held[0].Release() // a second release gives back nothing more
-	_, listing, err := files.List(context.Background(), get)
-	if err != nil {
-		t.Fatalf("a listing after one was released: %v", err)
+	close(turns[0].unblock)
+	first := <-turns[0].done // its answer is held, and not yet sent: its turn is back all the same
+	if _, _, err := listOf(t, files, context.Background(), get); err != nil {
+		t.Fatalf("a listing after one returned: %v", err)
 	}
-	if _, _, err := files.List(ended, get); err == nil {
-		t.Fatal("a second release made room for a listing beyond MaxListings")
+	turns = append(turns, hold())
+	if _, _, err := listOf(t, files, ended, get); err == nil {
+		t.Fatal("a listing beyond MaxListings ran while the others were encoding")
 	}
-	listing.Release()
-	held[1].Release()
+	first.Body.Release()
+	for _, h := range turns[1:] {
+		close(h.unblock)
+		(<-h.done).Body.Release()
+	}
 }
 
 // TestListingSeesEveryChangeOnARealFilesystem holds the hash cache to the kernel's own

@@ -2,6 +2,7 @@ package application
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -149,17 +150,73 @@ func (r *Reader) Read(ctx context.Context, f ports.File, maxBytes int64) (*Body,
 	}
 	// One byte more than the size tells whether the file grew since it was opened.
 	want := min(size, maxBytes) + 1
-	switch {
-	case r.spool == nil || want <= r.inMemoryUpTo:
+	switch r.placeFor(want) {
+	case inMemory:
 		return r.readInMemory(ctx, f, want, maxBytes, r.budgets.Memory)
-	case r.budgets.Buffered != nil && want <= BufferedUpTo:
-		body, err := r.readInMemory(ctx, f, want, maxBytes, r.budgets.Buffered)
-		if err == nil {
-			body.spill = r.spiller(body.content.(*bytes.Reader))
-		}
-		return body, err
+	case buffered:
+		return r.spillable(r.readInMemory(ctx, f, want, maxBytes, r.budgets.Buffered))
 	}
 	return r.readSpooled(ctx, f, want, maxBytes)
+}
+
+// placement is where a body of a given size is held while it is sent.
+type placement int
+
+const (
+	inMemory placement = iota // a buffer from the memory budget
+	buffered                  // a buffer from the send-buffer budget, spilled when its client is slow
+	spooled                   // a spool snapshot from the spool budget
+)
+
+// placeFor decides where a body of n bytes is held (see Reader).
+func (r *Reader) placeFor(n int64) placement {
+	switch {
+	case r.spool == nil || n <= r.inMemoryUpTo:
+		return inMemory
+	case r.budgets.Buffered != nil && n <= BufferedUpTo:
+		return buffered
+	}
+	return spooled
+}
+
+// spillable gives a body buffered from the send-buffer budget its spill.
+func (r *Reader) spillable(body *Body, err error) (*Body, error) {
+	if err == nil {
+		body.spill = r.spiller(body.content.(*bytes.Reader))
+	}
+	return body, err
+}
+
+// Hold returns a body that serves data, an answer the service built itself (an encoded
+// listing), held exactly as a file read of its size is: a buffer reserved from the memory
+// budget, or from the send-buffer budget and spilled once its client turns out slow, or,
+// above BufferedUpTo, a spool snapshot reserved from the spool budget and filled from data,
+// which is then no longer referenced. A buffer's reservation is its whole capacity. Like a
+// read, it waits for room until ctx ends. The body has no SHA256.
+func (r *Reader) Hold(ctx context.Context, data []byte) (*Body, error) {
+	size := int64(len(data))
+	hold := func(budget ports.ReadBudget) (*Body, error) {
+		held := int64(cap(data))
+		if err := budget.Reserve(ctx, held); err != nil {
+			return nil, refusal.Internal(err)
+		}
+		return &Body{Size: size, content: bytes.NewReader(data), release: func() { budget.Release(held) }}, nil
+	}
+	switch r.placeFor(size) {
+	case inMemory:
+		return hold(r.budgets.Memory)
+	case buffered:
+		return r.spillable(hold(r.budgets.Buffered))
+	}
+	snap, release, err := r.snapshot(ctx, size)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := snap.Fill(bytes.NewReader(data), size); err != nil || n != size {
+		release()
+		return nil, readFailure(cmp.Or(err, io.ErrUnexpectedEOF))
+	}
+	return &Body{Size: size, content: snap.Content(), release: release}, nil
 }
 
 // readInMemory reads into a pooled buffer of want bytes reserved from budget, growing it
@@ -242,12 +299,9 @@ func (r *Reader) spiller(content *bytes.Reader) func(int64) (io.Reader, func(), 
 // then hashes the snapshot through one pooled buffer.
 func (r *Reader) readSpooled(ctx context.Context, f ports.File, want, maxBytes int64) (*Body, error) {
 	held := want
-	if err := r.budgets.Spool.Reserve(ctx, held); err != nil {
-		return nil, refusal.Internal(err)
-	}
-	snap, err := r.spool.Create()
+	// The reservation grows with the file: its release gives back what held is when it runs.
+	snap, _, err := r.snapshot(ctx, held)
 	if err != nil {
-		r.budgets.Spool.Release(held)
 		return nil, err
 	}
 	release := func() { _ = snap.Close(); r.budgets.Spool.Release(held) }
@@ -272,6 +326,19 @@ func (r *Reader) readSpooled(ctx context.Context, f ports.File, want, maxBytes i
 		return nil, err
 	}
 	return &Body{Size: n, SHA256: sum, ModTime: f.ModTime(), content: snap.Content(), release: release}, nil
+}
+
+// snapshot reserves n bytes from the spool budget, waiting for room until ctx ends, and
+// creates an empty snapshot; release closes it and gives the n bytes back.
+func (r *Reader) snapshot(ctx context.Context, n int64) (snap ports.Snapshot, release func(), err error) {
+	if err := r.budgets.Spool.Reserve(ctx, n); err != nil {
+		return nil, nil, refusal.Internal(err)
+	}
+	if snap, err = r.spool.Create(); err != nil {
+		r.budgets.Spool.Release(n)
+		return nil, nil, err
+	}
+	return snap, func() { _ = snap.Close(); r.budgets.Spool.Release(n) }, nil
 }
 
 // hashSnapshot is the sha256 of the first n bytes of snap, read through one pooled buffer

@@ -403,3 +403,69 @@ func TestASpillTheSpoolFailsSaysWhyAndKeepsTheBody(t *testing.T) {
 		t.Fatalf("a spill without room in the budget: failure %v, want none", body.SpillFailure())
 	}
 }
+
+// TestAnAnswerIsHeldLikeAFileBodyOfItsSize pins Reader.Hold, which holds an encoded listing: a
+// small answer is reserved from the memory budget, a middle one from the send-buffer budget
+// (and spills its rest once its client is slow), a large one goes into a spool snapshot at
+// once; each gives its reservation back on Release.
+func TestAnAnswerIsHeldLikeAFileBodyOfItsSize(t *testing.T) {
+	ctx := context.Background()
+	reader, buf, sp := newBufferedReader(t, 20<<20, 40<<20)
+	small := []byte(strings.Repeat("s", 1000))
+	middle := []byte(strings.Repeat("0123456789abcdef", 10_000)) // 160,000 bytes
+	large := []byte(strings.Repeat("L", application.BufferedUpTo+1))
+	body, err := reader.Hold(ctx, small)
+	if err != nil || contentOf(t, body) != string(small) || !hasRoomFor(buf, 20<<20) || !hasRoomFor(sp, 40<<20) {
+		t.Fatalf("a small answer: %v; want it held in memory", err)
+	}
+	if body.Spill(0) != nil {
+		t.Error("a small answer spilled")
+	}
+	body.Release()
+
+	body, err = reader.Hold(ctx, middle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasRoomFor(buf, 20<<20-int64(len(middle))+1) || !hasRoomFor(sp, 40<<20) {
+		t.Fatal("a middle answer does not hold its bytes of the send-buffer budget alone")
+	}
+	head := make([]byte, 1000)
+	if _, err := io.ReadFull(body.Content(), head); err != nil {
+		t.Fatal(err)
+	}
+	rest := body.Spill(1000)
+	if rest == nil || !hasRoomFor(buf, 20<<20) || hasRoomFor(sp, 40<<20-int64(len(middle))+1001) {
+		t.Fatal("a middle answer's Spill did not move its rest from the send buffers into the spool")
+	}
+	got, err := io.ReadAll(rest)
+	if err != nil || string(head)+string(got) != string(middle) {
+		t.Fatalf("head and spilled rest make %d bytes (%v); want the answer", len(head)+len(got), err)
+	}
+	body.Release()
+
+	body, err = reader.Hold(ctx, large)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasRoomFor(buf, 20<<20) || hasRoomFor(sp, 40<<20-int64(len(large))+1) {
+		t.Fatal("a large answer is not held in the spool budget alone")
+	}
+	if _, ok := body.Content().(*io.LimitedReader); !ok || contentOf(t, body) != string(large) {
+		t.Fatal("a large answer is not served whole from a kernel file")
+	}
+	body.Release()
+	if !hasRoomFor(buf, 20<<20) || !hasRoomFor(sp, 40<<20) {
+		t.Error("Release did not give the budgets back")
+	}
+
+	waiting, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := sp.Reserve(ctx, 40<<20); err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Release(40 << 20)
+	if _, err := reader.Hold(waiting, large); !refusal.Is(err, refusal.IOError) || !hasRoomFor(buf, 20<<20) {
+		t.Fatalf("Hold under a full spool = %v; want it to wait and give up with its context, holding nothing", err)
+	}
+}

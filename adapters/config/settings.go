@@ -14,6 +14,7 @@ import (
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/manifest"
 	"github.com/resplane/resplane/domain/proof"
+	"github.com/resplane/resplane/domain/sendrate"
 )
 
 // Settings is serve's or check's validated configuration. A field whose flag was not given
@@ -64,6 +65,9 @@ type Settings struct {
 	// SendTimeout closes a connection whose response makes no progress for that long;
 	// default 30s.
 	SendTimeout time.Duration
+	// MinSendRate closes a connection whose body, holding a reservation, is taken more slowly
+	// than this after its grace; default sendrate.Default, the zero Rate when off.
+	MinSendRate sendrate.Rate
 	// MetricsListen is the metrics listener's HOST:PORT; "" means no metrics listener.
 	MetricsListen string
 	// OTelEndpoint is the OTLP/HTTP base URL trace events are exported to as spans; "" leaves
@@ -108,7 +112,7 @@ planes and the agent card) and the control socket, prints one JSON ready line on
 serves until SIGINT or SIGTERM.`,
 		names: []string{"manifest", "workdir", "listen", "advertise-url", "containment", "after-task", "session-id",
 			"trace-parent", "trace", "control", "fetch-max-bytes", "peer-ca", "read-buffer-budget",
-			"read-header-timeout", "spool-dir", "spool-budget", "send-timeout", "metrics-listen", "otel-endpoint",
+			"read-header-timeout", "spool-dir", "spool-budget", "send-timeout", "min-send-rate", "metrics-listen", "otel-endpoint",
 			"confine", "peer-proof", "tls-cert", "tls-key", "allowed-hosts", "log-level", "log-format"},
 		config: true,
 	},
@@ -182,6 +186,9 @@ var settings = []setting{
 	flag("send-timeout", "DURATION", "30s", "",
 		"Close a connection whose response makes no progress for this long (same syntax as --read-header-timeout)",
 		func(s *Settings, v string) (err error) { s.SendTimeout, err = parseTimeout(v); return err }),
+	flag("min-send-rate", "RATE", sendrate.Default.String(), "",
+		"Close a connection whose client takes a body more slowly than RATE: SIZE/DURATION, at least SIZE bytes in every DURATION after the first (16Ki/s is 16 KiB every second), or off",
+		func(s *Settings, v string) (err error) { s.MinSendRate, err = sendrate.Parse(v); return err }),
 	flag("metrics-listen", "HOST:PORT", "", "off",
 		"Serve Prometheus metrics at GET /metrics, and /healthz and /readyz, on this separate listener",
 		func(s *Settings, v string) error { return hostPort(&s.MetricsListen, v) }),

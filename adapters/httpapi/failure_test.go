@@ -58,7 +58,7 @@ func serveFiles(t *testing.T, fsys ports.ExportFS, target string) (*httptest.Res
 		clock.NewManual(time.UnixMilli(1)), &memtrace.Recorder{})
 	var log bytes.Buffer
 	rec := httptest.NewRecorder()
-	NewEcho(NewResources(files, nil, AgentCard{}, hostpolicy.New("example.com"), 0), zerolog.New(&log)).
+	NewEcho(NewResources(files, nil, AgentCard{}, hostpolicy.New("example.com"), Send{}), zerolog.New(&log)).
 		ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
 	return rec, &log
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/hostpolicy"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/sendrate"
 )
 
 // Route prefixes, matched on the raw request target by whole segments.
@@ -25,27 +25,36 @@ const (
 
 // Resources answers everything the resource listener receives.
 type Resources struct {
-	files       *application.Files
-	peer        *application.Redeem
-	card        []byte
-	hosts       hostpolicy.Policy
-	sendTimeout time.Duration
+	files  *application.Files
+	peer   *application.Redeem
+	card   []byte
+	hosts  hostpolicy.Policy
+	bounds Send
 }
 
 // DefaultSendTimeout is how long a response may go without the client taking a byte of it
 // (--send-timeout) when NewResources is given no timeout.
 const DefaultSendTimeout = 30 * time.Second
 
+// Send bounds how a body that holds a reservation is sent (docs/operator-guide.md, "Memory and
+// connection bounds"): a response that breaks either bound is closed and its body released.
+type Send struct {
+	// Timeout closes a response whose client takes no byte of it for that long
+	// (--send-timeout); DefaultSendTimeout when it is not positive.
+	Timeout time.Duration
+	// MinRate closes a response whose client takes it more slowly than this, after its grace
+	// (--min-send-rate); the zero Rate is off.
+	MinRate sendrate.Rate
+}
+
 // NewResources returns the listener's handler set. card is our agent card, already rendered;
-// hosts decides which Host headers are answered (docs/http-api.md, "Host names");
-// sendTimeout closes a response that makes no progress for that long (DefaultSendTimeout when
-// it is not positive).
-func NewResources(files *application.Files, peer *application.Redeem, card AgentCard, hosts hostpolicy.Policy,
-	sendTimeout time.Duration) *Resources {
-	if sendTimeout <= 0 {
-		sendTimeout = DefaultSendTimeout
+// hosts decides which Host headers are answered (docs/http-api.md, "Host names"); send bounds
+// how bodies are sent.
+func NewResources(files *application.Files, peer *application.Redeem, card AgentCard, hosts hostpolicy.Policy, send Send) *Resources {
+	if send.Timeout <= 0 {
+		send.Timeout = DefaultSendTimeout
 	}
-	return &Resources{files: files, peer: peer, card: card.JSON, hosts: hosts, sendTimeout: sendTimeout}
+	return &Resources{files: files, peer: peer, card: card.JSON, hosts: hosts, bounds: send}
 }
 
 // Register routes every method and every path of e to the raw-target dispatcher. Echo's own
@@ -94,17 +103,19 @@ func (h *Resources) unknownResource(c echo.Context, req application.Request) err
 }
 
 func (h *Resources) list(c echo.Context, req application.Request) error {
-	gen, listing, err := h.files.List(c.Request().Context(), req)
+	gen, served, err := h.files.List(c.Request().Context(), req, encodeListing)
 	headers := map[string]string{headerGeneration: formatUint(gen)}
 	if err != nil {
 		return writeRefusal(c, err, headers)
 	}
-	defer listing.Release()
-	headers[headerContainment] = listing.Containment.String()
-	headers[headerExportRoot] = listing.Root
-	body := encodeJSON(listingBodyOf(listing))
-	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeJSON, headers, int64(len(body)), bytes.NewReader(body), nil)
+	defer served.Body.Release()
+	headers[headerContainment] = served.Containment.String()
+	headers[headerExportRoot] = served.ExportRoot
+	return h.send(c, contentTypeJSON, headers, served.Body)
 }
+
+// encodeListing renders a listing as its JSON answer (docs/http-api.md, "The listing").
+func encodeListing(l *application.Listing) []byte { return encodeJSON(listingBodyOf(l)) }
 
 func (h *Resources) read(c echo.Context, req application.Request, rawPath string) error {
 	gen, served, err := h.files.Read(c.Request().Context(), req, rawPath)
@@ -123,6 +134,12 @@ func (h *Resources) read(c echo.Context, req application.Request, rawPath string
 func (h *Resources) writeServed(c echo.Context, headers map[string]string, body *application.Body) error {
 	headers["etag"] = body.ETag()
 	headers[headerMTime] = strconv.FormatInt(body.ModTime.UnixMilli(), 10)
+	return h.send(c, contentTypeBinary, headers, body)
+}
+
+// send writes a 200 whose body is held by the reader (a file's or a listing's), spilling it
+// when its client is slow, and leaves a spill's failure for the access log.
+func (h *Resources) send(c echo.Context, contentType string, headers map[string]string, body *application.Body) error {
 	spill := func(sent int64) io.Reader {
 		rest := body.Spill(sent)
 		if err := body.SpillFailure(); err != nil {
@@ -130,7 +147,7 @@ func (h *Resources) writeServed(c echo.Context, headers map[string]string, body 
 		}
 		return rest
 	}
-	return writeBody(c, h.sendTimeout, http.StatusOK, contentTypeBinary, headers, body.Size, body.Content(), spill)
+	return writeBody(c, h.bounds, http.StatusOK, contentType, headers, body.Size, body.Content(), spill)
 }
 
 func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }

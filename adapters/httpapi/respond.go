@@ -103,28 +103,34 @@ const (
 	keepInMemory = time.Second
 )
 
-// errStalled ends a response whose client accepted no byte for the send timeout.
-var errStalled = errors.New("the client accepted no byte of the response for the send timeout")
-
-// errDrained ends a response whose client took no byte for a whole window after shutdown
-// began: its shutdown grace would only be waited out.
-var errDrained = errors.New("the service is shutting down and the client accepted no byte of the response")
+// The reasons a response is given up before its body is sent, for the access log.
+var (
+	// errStalled ends a response whose client accepted no byte for the send timeout.
+	errStalled = errors.New("the client accepted no byte of the response for the send timeout")
+	// errTooSlow ends a response whose client takes it more slowly than the minimum rate.
+	errTooSlow = errors.New("the client took the response more slowly than the minimum send rate")
+	// errDrained ends a response whose client took no byte for a whole window after shutdown
+	// began: its shutdown grace would only be waited out.
+	errDrained = errors.New("the service is shutting down and the client accepted no byte of the response")
+)
 
 // writeBody sends a complete response under /resources/ whose body is size bytes of content
 // (docs/operator-guide.md, "Memory and connection bounds"). The head goes out first; a body
 // larger than smallBody then goes straight to the connection's ReadFrom — sendfile(2) for a
 // spooled body, one write for a buffer — under a write deadline that follows progress: it is
 // pushed back every progressWindow while the client takes bytes, and the response is given
-// up once sendTimeout has passed without the client taking one. The whole response's time
-// therefore scales with the body instead of being fixed. When spill is given (a body sent
-// from memory), a body whose client turns out slow (see spillWindow) is handed to it once,
-// with the bytes sent so far, and goes on from the reader it returns (the rest, moved to the
-// spool), if any. Once shutdown has begun (limits.Draining), a window in which the client
-// takes no byte ends the response, and once the request is cancelled (after the grace) the
-// next window ends it whatever its progress.
+// up once send.Timeout has passed without the client taking one, or as soon as the client
+// falls below send.MinRate (sendrate.Meter): a body holds a reservation while it is sent, so
+// progress, not presence, is what keeps it. The whole response's time therefore scales with
+// the body instead of being fixed. When spill is given (a body sent from memory), a body
+// whose client turns out slow (see spillWindow) is handed to it once, with the bytes sent so
+// far, and goes on from the reader it returns (the rest, moved to the spool), if any. Once
+// shutdown has begun (limits.Draining), a window in which the client takes no byte ends the
+// response, and once the request is cancelled (after the grace) the next window ends it
+// whatever its progress.
 // Returning ends the request, which closes the connection and lets the handler release the
 // body.
-func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentType string, headers map[string]string,
+func writeBody(c echo.Context, send Send, status int, contentType string, headers map[string]string,
 	size int64, content io.Reader, spill func(sent int64) io.Reader) error {
 	setHead(c, status, contentType, headers, size)
 	res := c.Response()
@@ -137,11 +143,16 @@ func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentTyp
 		return err
 	}
 	rc := http.NewResponseController(res.Writer)
-	_ = rc.SetWriteDeadline(time.Now().Add(sendTimeout))
+	_ = rc.SetWriteDeadline(time.Now().Add(send.Timeout))
 	if err := rc.Flush(); err != nil {
 		return err
 	}
-	window := min(sendTimeout, progressWindow)
+	steady := min(send.Timeout, progressWindow)
+	if !send.MinRate.IsOff() {
+		// Often enough that a slow client is closed within a quarter of the rate's window.
+		steady = min(steady, max(send.MinRate.Per/4, spillWindow))
+	}
+	window := steady
 	if spill != nil {
 		window = min(window, spillWindow)
 	}
@@ -149,6 +160,7 @@ func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentTyp
 	draining := limits.Draining(ctx)
 	start := time.Now()
 	last := start
+	meter := send.MinRate.Start(start)
 	var sent int64
 	for {
 		_ = rc.SetWriteDeadline(time.Now().Add(window))
@@ -164,19 +176,23 @@ func writeBody(c echo.Context, sendTimeout time.Duration, status int, contentTyp
 			return nil
 		case !errors.Is(err, os.ErrDeadlineExceeded):
 			return err
-		case now.Sub(last) >= sendTimeout:
+		case now.Sub(last) >= send.Timeout:
+			c.Set(closedKey, "send_timeout")
 			return errStalled
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case n == 0 && closed(draining):
 			return errDrained
+		case meter.Slow(now, sent):
+			c.Set(closedKey, "min_send_rate")
+			return errTooSlow
 		}
 		if spill != nil && (n == 0 || now.Sub(start) >= keepInMemory) {
 			if rest := spill(sent); rest != nil {
 				content = rest
 				c.Set(spilledKey, true)
 			}
-			spill, window = nil, min(sendTimeout, progressWindow)
+			spill, window = nil, steady
 		}
 	}
 }
@@ -210,6 +226,10 @@ const spilledKey = "resplane.spilled"
 // spillFailureKey is where a response whose body could not move to the spool (the spool
 // failed) leaves the cause for the access log, which logs each cause once.
 const spillFailureKey = "resplane.spill_failure"
+
+// closedKey names the bound that closed a response before its body was sent, for the access
+// log: "send_timeout" or "min_send_rate".
+const closedKey = "resplane.closed"
 
 // failureKey is where a handler leaves the internal failure behind an io_error answer for the
 // access log.

@@ -87,6 +87,9 @@ func accessLog(log zerolog.Logger) echo.MiddlewareFunc {
 			if spilled, _ := c.Get(spilledKey).(bool); spilled {
 				line = line.Bool("spilled", true)
 			}
+			if closed, ok := c.Get(closedKey).(string); ok {
+				line = line.Str("closed", closed)
+			}
 			line.
 				Str("method", r.Method).
 				Str("target", loggedTarget(rawtarget.OriginalTarget(r))).

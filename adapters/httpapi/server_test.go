@@ -37,7 +37,7 @@ func TestTheAccessLogNeverRecordsAPeerToken(t *testing.T) {
 }
 
 func TestTheAgentCardIsABare404ForAHostNotAllowed(t *testing.T) {
-	e := NewEcho(NewResources(nil, nil, AgentCard{JSON: []byte(`{}`)}, hostpolicy.New("capsule.example"), 0), zerolog.New(&bytes.Buffer{}))
+	e := NewEcho(NewResources(nil, nil, AgentCard{JSON: []byte(`{}`)}, hostpolicy.New("capsule.example"), Send{}), zerolog.New(&bytes.Buffer{}))
 	for host, want := range map[string]int{"capsule.example:8080": http.StatusOK, "rebound.example": http.StatusNotFound} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodGet, agentCardRoute, nil)
@@ -50,7 +50,7 @@ func TestTheAgentCardIsABare404ForAHostNotAllowed(t *testing.T) {
 }
 
 func TestEveryResourcesRouteRefusesAHostNotAllowedFirst(t *testing.T) {
-	e := NewEcho(NewResources(nil, nil, AgentCard{}, hostpolicy.New(), 0), zerolog.New(&bytes.Buffer{}))
+	e := NewEcho(NewResources(nil, nil, AgentCard{}, hostpolicy.New(), Send{}), zerolog.New(&bytes.Buffer{}))
 	for _, target := range []string{"/resources/zzz", "/resources/"} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPost, target, strings.NewReader("body"))

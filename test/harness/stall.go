@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -85,5 +87,78 @@ func AwaitOK(t testing.TB, path, eventType string, n int, within time.Duration) 
 			t.Fatalf("%d %s events with outcome ok after %v, want %d", got, eventType, within, n)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Dripper is a client that reads its answer slowly but steadily: chunk bytes every interval,
+// through a small receive buffer, so the service's send buffer fills and it sees progress all
+// the same. Its connection is closed when the test ends.
+type Dripper struct {
+	conn net.Conn
+	read atomic.Int64
+	done chan struct{}
+}
+
+// Drip sends request to addr and then reads chunk bytes of the answer every interval until
+// the service closes the connection or the test ends.
+func Drip(t testing.TB, addr, request string, chunk int, interval time.Duration) *Dripper {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) {
+			err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10)
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dr := &Dripper{conn: conn, done: make(chan struct{})}
+	t.Cleanup(func() { _ = conn.Close(); <-dr.done })
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(dr.done)
+		buf := make([]byte, chunk)
+		for {
+			n, err := io.ReadFull(conn, buf)
+			dr.read.Add(int64(n))
+			if err != nil {
+				return
+			}
+			time.Sleep(interval)
+		}
+	}()
+	return dr
+}
+
+// Read is how many bytes of the answer, head included, the dripper has taken so far.
+func (d *Dripper) Read() int64 { return d.read.Load() }
+
+// Closed reports whether the service has closed the connection (the dripper has read its end).
+func (d *Dripper) Closed() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// AwaitClosed waits up to within for the service to close the dripper's connection and
+// returns how long after the call that was, failing the test when it stays open.
+func (d *Dripper) AwaitClosed(t testing.TB, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	select {
+	case <-d.done:
+		return time.Since(start)
+	case <-time.After(within):
+		t.Fatalf("the drip reader's connection is still open after %v (%d bytes taken)", within, d.Read())
+		return 0
 	}
 }

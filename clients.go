@@ -30,6 +30,13 @@ type PullLaunch struct {
 	Stderr *os.File
 }
 
+// Puller is what `resplane files pull` runs: the mirror and, for --watch, the poller that
+// lists the same service.
+type Puller struct {
+	Mirror *operator.Mirror
+	Poller *operator.Poller
+}
+
 // MirrorDir is the local directory a pull mirrors into.
 type MirrorDir string
 

@@ -272,8 +272,9 @@ func InitializeRemoteFiles(u ServiceURL) (*operator.RemoteFiles, error) {
 	return remoteFiles, nil
 }
 
-// InitializeMirror assembles `resplane files pull`. The cleanup closes the target directory.
-func InitializeMirror(l PullLaunch) (*operator.Mirror, func(), error) {
+// InitializeMirror assembles `resplane files pull`, with its poller for --watch. The cleanup
+// closes the target directory.
+func InitializeMirror(l PullLaunch) (*Puller, func(), error) {
 	serviceURL := l.URL
 	client, err := provideOperatorClient(serviceURL)
 	if err != nil {
@@ -288,7 +289,13 @@ func InitializeMirror(l PullLaunch) (*operator.Mirror, func(), error) {
 	file := l.Stderr
 	progress := provideProgress(file)
 	operatorMirror := operator.NewMirror(remoteFiles, mirror, progress)
-	return operatorMirror, func() {
+	system := &clock.System{}
+	poller := operator.NewPoller(remoteFiles, system)
+	puller := &Puller{
+		Mirror: operatorMirror,
+		Poller: poller,
+	}
+	return puller, func() {
 		cleanup()
 	}, nil
 }
@@ -381,3 +388,6 @@ var edgeSet = wire.NewSet(
 var operatorSet = wire.NewSet(
 	provideOperatorClient, wire.Bind(new(ports.RemoteExport), new(*operatorhttp.Client)), operator.NewRemoteFiles,
 )
+
+// watchSet provides the poller a watch lists through.
+var watchSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), operator.NewPoller)

@@ -35,6 +35,9 @@ func NewMirror(files *RemoteFiles, local ports.LocalMirror, progress ports.Progr
 	return &Mirror{files: files, local: local, progress: progress}
 }
 
+// FilesURL is the URL of the listing the mirror follows.
+func (m *Mirror) FilesURL() string { return m.files.FilesURL() }
+
 // PullOptions are the flags of a pull.
 type PullOptions struct {
 	// Jobs is how many files are compared and fetched at once; below 1 means 1.
@@ -96,6 +99,11 @@ func (m *Mirror) Pull(ctx context.Context, opts PullOptions) (PullSummary, error
 	if err != nil {
 		return PullSummary{}, err
 	}
+	return m.pullListing(ctx, listing, opts), nil
+}
+
+// pullListing runs one pull against listing, which RemoteFiles.List returned.
+func (m *Mirror) pullListing(ctx context.Context, listing ports.RemoteListing, opts PullOptions) PullSummary {
 	limit := Unlimited
 	if listing.MaxBytes > 0 {
 		limit = listing.MaxBytes
@@ -146,7 +154,7 @@ func (m *Mirror) Pull(ctx context.Context, opts PullOptions) (PullSummary, error
 		m.deleteUnlisted(listed, opts.DryRun, &summary)
 	}
 	summary.Failed = len(summary.Failures)
-	return summary, nil
+	return summary
 }
 
 // plan lowers every listed path and refuses what cannot be mirrored: a path that is not a

@@ -17,6 +17,7 @@ import (
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/domain/pathpolicy"
+	"github.com/resplane/resplane/domain/refusal"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -67,10 +68,30 @@ verifies and lands each atomically, and never writes outside DIR.`,
 			{Name: "delete", Usage: "Also remove local regular files the listing no longer has"},
 			{Name: "jobs", Arg: "N", Default: strconv.Itoa(defaultJobs), Usage: "How many files to fetch at once, 1 to " + strconv.Itoa(maxJobs)},
 			{Name: "dry-run", Usage: "Show what would be fetched and deleted, and change nothing"},
-			{Name: "json", Usage: `Print {"fetched","unchanged","deleted","failed","bytes"} on stdout at the end`},
+			{Name: "json", Usage: `Print {"fetched","unchanged","deleted","failed","bytes"} on stdout at the end (with --watch, one such line per cycle that changed something, with "at_ms")`},
+			{Name: "watch", Usage: "Keep mirroring: list the export every --interval and fetch (with --delete, delete) what changed, until SIGINT or SIGTERM"},
+			intervalFlag("With --watch, how often to list the export"),
 		},
-		Notes: urlNote,
+		Notes: urlNote + `
+
+With --watch, a service that stops answering is retried with backoff (up to 30s) and said
+once; SIGINT or SIGTERM drops the file in flight, never half-landed, and exits 0.`,
 	}, run: (*program).filesPull}
+}
+
+// intervalFlag is --interval, for a command that watches the export (files pull --watch, mcp).
+func intervalFlag(usage string) config.Flag {
+	return config.Flag{Name: "interval", Arg: "D", Default: operator.DefaultInterval.String(),
+		Usage: usage + "; at least " + operator.MinInterval.String() + ", in Go syntax (2s, 500ms)"}
+}
+
+// interval reads --interval.
+func interval(v config.Values) (time.Duration, error) {
+	d, err := time.ParseDuration(v.String("interval"))
+	if err != nil || d < operator.MinInterval {
+		return 0, v.Invalid("interval", fmt.Errorf("must be a duration of at least %s, in Go syntax (2s, 500ms)", operator.MinInterval))
+	}
+	return d, nil
 }
 
 // refused is a refusal the service or the client made, as the one line a files command
@@ -161,13 +182,19 @@ func (p *program) filesGet(ctx context.Context, v config.Values) error {
 	return nil
 }
 
-// pullJSON is the summary `pull --json` prints (docs/operator-guide.md, "Pulling outputs").
+// pullJSON is the summary `pull --json` prints (docs/operator-guide.md, "Pulling outputs");
+// a watch adds at_ms to each cycle's.
 type pullJSON struct {
-	Fetched   int   `json:"fetched"`
-	Unchanged int   `json:"unchanged"`
-	Deleted   int   `json:"deleted"`
-	Failed    int   `json:"failed"`
-	Bytes     int64 `json:"bytes"`
+	Fetched   int    `json:"fetched"`
+	Unchanged int    `json:"unchanged"`
+	Deleted   int    `json:"deleted"`
+	Failed    int    `json:"failed"`
+	Bytes     int64  `json:"bytes"`
+	AtMs      *int64 `json:"at_ms,omitempty"`
+}
+
+func newPullJSON(s operator.PullSummary) pullJSON {
+	return pullJSON{Fetched: s.Fetched, Unchanged: s.Unchanged, Deleted: s.Deleted, Failed: s.Failed, Bytes: s.Bytes}
 }
 
 func (p *program) filesPull(ctx context.Context, v config.Values) error {
@@ -175,26 +202,68 @@ func (p *program) filesPull(ctx context.Context, v config.Values) error {
 	if err != nil || jobs < 1 || jobs > maxJobs {
 		return v.Invalid("jobs", fmt.Errorf("must be a whole number from 1 to %d", maxJobs))
 	}
+	watch, dryRun := v.Switch("watch"), v.Switch("dry-run")
+	every, err := interval(v)
+	switch {
+	case err != nil:
+		return err
+	case watch && dryRun:
+		return config.Usagef("--watch changes the directory as the export changes; it does not take --dry-run")
+	}
 	stderrFile, _ := p.stderr.(*os.File)
-	mirror, cleanup, err := resplane.InitializeMirror(resplane.PullLaunch{
+	puller, cleanup, err := resplane.InitializeMirror(resplane.PullLaunch{
 		URL: resplane.ServiceURL(v.Args[0]), Dir: resplane.MirrorDir(v.Args[1]), Stderr: stderrFile,
 	})
 	if err != nil {
 		return config.Usagef("%v", err)
 	}
 	defer cleanup()
-	dryRun := v.Switch("dry-run")
-	summary, err := mirror.Pull(ctx, operator.PullOptions{Jobs: jobs, Delete: v.Switch("delete"), DryRun: dryRun})
+	opts := operator.PullOptions{Jobs: jobs, Delete: v.Switch("delete"), DryRun: dryRun}
+	if watch {
+		return p.watch(ctx, puller, every, opts, v.Switch("json"))
+	}
+	summary, err := puller.Mirror.Pull(ctx, opts)
 	if err != nil {
 		return refused("the listing", err)
 	}
 	printPull(p.stderr, summary, dryRun)
 	if v.Switch("json") {
-		line, _ := json.Marshal(pullJSON{summary.Fetched, summary.Unchanged, summary.Deleted, summary.Failed, summary.Bytes})
+		line, _ := json.Marshal(newPullJSON(summary))
 		fmt.Fprintln(p.stdout, string(line))
 	}
 	if summary.Failed > 0 {
 		return exitError(exitFailure)
+	}
+	return nil
+}
+
+// watch runs `files pull --watch` until ctx ends: each cycle that changed something is said
+// on stderr and, with asJSON, as one NDJSON line on stdout; a service that stops answering is
+// said once, and its return once.
+func (p *program) watch(ctx context.Context, puller *resplane.Puller, every time.Duration, opts operator.PullOptions, asJSON bool) error {
+	url := puller.Mirror.FilesURL()
+	hooks := operator.WatchHooks{
+		Pulled: func(s operator.PullSummary, at time.Time) {
+			if s.Fetched+s.Deleted+s.Failed == 0 {
+				return
+			}
+			printPull(p.stderr, s, false)
+			if asJSON {
+				out := newPullJSON(s)
+				ms := at.UnixMilli()
+				out.AtMs = &ms
+				line, _ := json.Marshal(out)
+				fmt.Fprintln(p.stdout, string(line))
+			}
+		},
+		Lost: func(r *refusal.Refusal, retry time.Duration) {
+			fmt.Fprintf(p.stderr, "%s: %s: %s; retrying with backoff (first in %s, then up to every %s)\n",
+				url, r.Code, r.Message, retry, operator.MaxBackoff)
+		},
+		Back: func() { fmt.Fprintf(p.stderr, "%s answers again; watching\n", url) },
+	}
+	if err := puller.Mirror.Watch(ctx, puller.Poller, every, opts, hooks); err != nil {
+		return refused("the listing", err)
 	}
 	return nil
 }

@@ -28,11 +28,10 @@ func InitializeRemoteFiles(u ServiceURL) (*operator.RemoteFiles, error) {
 	return nil, nil
 }
 
-// watchSet provides the poller a watch lists through.
-var watchSet = wire.NewSet(
+// clockSet provides the clock a watch's poller reads.
+var clockSet = wire.NewSet(
 	wire.Struct(new(clock.System)),
 	wire.Bind(new(ports.Clock), new(*clock.System)),
-	operator.NewPoller,
 )
 
 // InitializeMirror assembles `resplane files pull`, with its poller for --watch. The cleanup
@@ -45,7 +44,8 @@ func InitializeMirror(l PullLaunch) (*Puller, func(), error) {
 		wire.Bind(new(ports.LocalMirror), new(*osfs.Mirror)),
 		provideProgress,
 		operator.NewMirror,
-		watchSet,
+		clockSet,
+		operator.NewPoller,
 		wire.Struct(new(Puller), "*"),
 	)
 	return nil, nil, nil
@@ -57,6 +57,8 @@ func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
 		wire.FieldsOf(new(MCPLaunch), "Control", "Files"),
 		provideAgentTools,
 		provideMCPFiles,
+		clockSet,
+		provideMCPPoller,
 		provideMCPServer,
 	)
 	return nil, nil

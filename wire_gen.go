@@ -309,7 +309,9 @@ func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	server, err := provideMCPServer(l, agentTools, remoteFiles)
+	system := &clock.System{}
+	poller := provideMCPPoller(remoteFiles, system)
+	server, err := provideMCPServer(l, agentTools, remoteFiles, poller)
 	if err != nil {
 		return nil, err
 	}
@@ -389,5 +391,5 @@ var operatorSet = wire.NewSet(
 	provideOperatorClient, wire.Bind(new(ports.RemoteExport), new(*operatorhttp.Client)), operator.NewRemoteFiles,
 )
 
-// watchSet provides the poller a watch lists through.
-var watchSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)), operator.NewPoller)
+// clockSet provides the clock a watch's poller reads.
+var clockSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)))

@@ -10,6 +10,7 @@ import (
 	"github.com/resplane/resplane/adapters/mcp"
 	"github.com/resplane/resplane/adapters/operatorhttp"
 	"github.com/resplane/resplane/adapters/osfs"
+	"github.com/resplane/resplane/adapters/tarball"
 	"github.com/resplane/resplane/adapters/terminal"
 	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/ports"
@@ -37,6 +38,9 @@ type Puller struct {
 	Mirror *operator.Mirror
 	Poller *operator.Poller
 }
+
+// TarArchive returns the archive `resplane files tar` writes to out.
+func TarArchive(out io.Writer) ports.Archive { return tarball.New(out) }
 
 // MirrorDir is the local directory a pull mirrors into.
 type MirrorDir string

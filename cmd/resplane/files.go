@@ -15,6 +15,7 @@ import (
 	"github.com/resplane/resplane"
 	"github.com/resplane/resplane/adapters/config"
 	"github.com/resplane/resplane/adapters/osfs"
+	"github.com/resplane/resplane/adapters/terminal"
 	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
@@ -38,7 +39,7 @@ func filesCommand() *command {
 		spec: config.Spec{Name: "files", Summary: `Lists, downloads and mirrors a service's export. This is the operator's
 client of the operator plane (docs/operator-guide.md, "Pulling outputs"); it verifies every
 file against its etag.`},
-		sub: []*command{filesLsCommand(), filesGetCommand(), filesPullCommand()},
+		sub: []*command{filesLsCommand(), filesGetCommand(), filesPullCommand(), filesTarCommand()},
 	}
 }
 
@@ -77,6 +78,58 @@ verifies and lands each atomically, and never writes outside DIR.`,
 With --watch, a service that stops answering is retried with backoff (up to 30s) and said
 once; SIGINT or SIGTERM drops the file in flight, never half-landed, and exits 0.`,
 	}, run: (*program).filesPull}
+}
+
+func filesTarCommand() *command {
+	return &command{spec: config.Spec{Name: "files tar", Args: []string{"URL"},
+		Summary: `Writes the whole export as one tar archive. Every listed file is verified against
+its etag before its member is written, in listing order, with the service's mtime and mode 0644.`,
+		Flags: []config.Flag{{Name: "output", Short: "o", Arg: "FILE", DefaultHelp: "stdout, which must not be a terminal",
+			Usage: "Where to write the archive; - is stdout. FILE appears only once the archive is whole"}},
+		Notes: urlNote + `
+
+A file that fails is left out with one line on stderr, and the exit status is 1; an archive
+cut short (the output failed, or SIGINT) is never ended, and FILE is not created.`,
+	}, run: (*program).filesTar}
+}
+
+func (p *program) filesTar(ctx context.Context, v config.Values) error {
+	files, err := remoteFiles(v.Args[0])
+	if err != nil {
+		return err
+	}
+	target := v.String("output")
+	var out io.Writer = p.stdout
+	var landing ports.Landing
+	switch {
+	case target == "" || target == "-":
+		if f, ok := p.stdout.(*os.File); ok && terminal.IsTerminal(f) {
+			return config.Usagef("stdout is a terminal: redirect it or give -o FILE")
+		}
+	default:
+		if landing, err = osfs.CreateAt(target); err != nil {
+			return err
+		}
+		defer landing.Discard()
+		out = landing
+	}
+	summary, err := files.Archive(ctx, resplane.TarArchive(out))
+	for _, failure := range summary.Failures {
+		fmt.Fprintf(p.stderr, "%s: %s: %s\n", shown(failure.Path), failure.Err.Code, failure.Err.Message)
+	}
+	if err != nil {
+		return refused("the archive", err)
+	}
+	if landing != nil {
+		if err := landing.Commit(time.Time{}); err != nil {
+			return refused(shown(target), err)
+		}
+	}
+	fmt.Fprintf(p.stderr, "archived %d files (%s), %d failed\n", summary.Members, humanBytes(summary.Bytes), len(summary.Failures))
+	if len(summary.Failures) > 0 {
+		return exitError(exitFailure)
+	}
+	return nil
 }
 
 // intervalFlag is --interval, for a command that watches the export (files pull --watch, mcp).

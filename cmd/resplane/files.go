@@ -45,9 +45,10 @@ file against its etag.`},
 
 func filesLsCommand() *command {
 	return &command{spec: config.Spec{Name: "files ls", Args: []string{"URL"},
-		Summary: "Prints the listing. Each row shows a file's size, mtime, short sha256 and path.",
-		Flags:   []config.Flag{{Name: "json", Usage: "Print the service's listing JSON verbatim"}},
-		Notes:   urlNote,
+		Summary: `Prints the listing. Each row shows a file's size (in KiB, MiB… on a terminal, in bytes
+otherwise), mtime, short sha256 and path, and marks a file above the service's max_bytes.`,
+		Flags: []config.Flag{{Name: "json", Usage: "Print the service's listing JSON verbatim"}},
+		Notes: urlNote,
 	}, run: (*program).filesLs}
 }
 
@@ -69,7 +70,8 @@ verifies and lands each atomically, and never writes outside DIR.`,
 			{Name: "delete", Usage: "Also remove local regular files the listing no longer has"},
 			{Name: "jobs", Arg: "N", Default: strconv.Itoa(defaultJobs), Usage: "How many files to fetch at once, 1 to " + strconv.Itoa(maxJobs)},
 			{Name: "dry-run", Usage: "Show what would be fetched and deleted, and change nothing"},
-			{Name: "json", Usage: `Print {"fetched","unchanged","deleted","failed","bytes"} on stdout at the end (with --watch, one such line per cycle that changed something, with "at_ms")`},
+			{Name: "json", Usage: `Print {"fetched","unchanged","deleted","failed","skipped","bytes"} on stdout at the end ("dry_run":true on a dry run; with --watch, one such line per cycle that changed something, with "at_ms")`},
+			{Name: "strict", Usage: "Exit 1 when a file is skipped for being above the service's max_bytes"},
 			{Name: "watch", Usage: "Keep mirroring: list the export every --interval and fetch (with --delete, delete) what changed, until SIGINT or SIGTERM"},
 			intervalFlag("With --watch, how often to list the export"),
 		},
@@ -188,6 +190,8 @@ func (p *program) filesLs(ctx context.Context, v config.Values) error {
 		fmt.Fprintln(p.stdout, strings.TrimSpace(string(listing.Raw)))
 		return nil
 	}
+	out, human := p.stdout.(*os.File)
+	human = human && terminal.IsTerminal(out)
 	table := tabwriter.NewWriter(p.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(table, "SIZE\tMTIME (UTC)\tSHA256\t PATH")
 	for _, e := range listing.Entries {
@@ -195,8 +199,16 @@ func (p *program) filesLs(ctx context.Context, v config.Values) error {
 		if len(short) > 12 {
 			short = short[:12]
 		}
-		fmt.Fprintf(table, "%d\t%s\t%s\t %s\n", e.Size, time.UnixMilli(e.MtimeMs).UTC().Format("2006-01-02 15:04:05"),
-			shown(short), shown(e.Path))
+		size := strconv.FormatInt(e.Size, 10)
+		if human {
+			size = humanBytes(e.Size)
+		}
+		mark := ""
+		if listing.MaxBytes > 0 && e.Size > listing.MaxBytes {
+			mark = "  (above max_bytes: the service refuses it; pull skips it)"
+		}
+		fmt.Fprintf(table, "%s\t%s\t%s\t %s%s\n", size, time.UnixMilli(e.MtimeMs).UTC().Format("2006-01-02 15:04:05"),
+			shown(short), shown(e.Path), mark)
 	}
 	return table.Flush()
 }
@@ -242,12 +254,15 @@ type pullJSON struct {
 	Unchanged int    `json:"unchanged"`
 	Deleted   int    `json:"deleted"`
 	Failed    int    `json:"failed"`
+	Skipped   int    `json:"skipped"`
 	Bytes     int64  `json:"bytes"`
+	DryRun    bool   `json:"dry_run,omitempty"`
 	AtMs      *int64 `json:"at_ms,omitempty"`
 }
 
-func newPullJSON(s operator.PullSummary) pullJSON {
-	return pullJSON{Fetched: s.Fetched, Unchanged: s.Unchanged, Deleted: s.Deleted, Failed: s.Failed, Bytes: s.Bytes}
+func newPullJSON(s operator.PullSummary, dryRun bool) pullJSON {
+	return pullJSON{Fetched: s.Fetched, Unchanged: s.Unchanged, Deleted: s.Deleted, Failed: s.Failed, Skipped: s.Skipped,
+		Bytes: s.Bytes, DryRun: dryRun}
 }
 
 func (p *program) filesPull(ctx context.Context, v config.Values) error {
@@ -279,12 +294,12 @@ func (p *program) filesPull(ctx context.Context, v config.Values) error {
 	if err != nil {
 		return refused("the listing", err)
 	}
-	printPull(p.stderr, summary, dryRun)
+	printPull(p.stderr, summary, opts)
 	if v.Switch("json") {
-		line, _ := json.Marshal(newPullJSON(summary))
+		line, _ := json.Marshal(newPullJSON(summary, dryRun))
 		fmt.Fprintln(p.stdout, string(line))
 	}
-	if summary.Failed > 0 {
+	if summary.Failed > 0 || (v.Switch("strict") && summary.Skipped > 0) {
 		return exitError(exitFailure)
 	}
 	return nil
@@ -300,9 +315,9 @@ func (p *program) watch(ctx context.Context, puller *resplane.Puller, every time
 			if s.Fetched+s.Deleted+s.Failed == 0 {
 				return
 			}
-			printPull(p.stderr, s, false)
+			printPull(p.stderr, s, opts)
 			if asJSON {
-				out := newPullJSON(s)
+				out := newPullJSON(s, false)
 				ms := at.UnixMilli()
 				out.AtMs = &ms
 				line, _ := json.Marshal(out)
@@ -321,10 +336,12 @@ func (p *program) watch(ctx context.Context, puller *resplane.Puller, every time
 	return nil
 }
 
-// printPull writes what a pull did on stderr: a line per failure, per changed file and, on a
-// dry run, per planned step, then the one-line summary.
-func printPull(w io.Writer, s operator.PullSummary, dryRun bool) {
-	if dryRun {
+// printPull writes what a pull did on stderr: a line per failure, per skipped file, per
+// changed file and, on a dry run, per planned step, then the one-line summary: counts first,
+// "deleted" only with --delete, "skipped" only when a file was, and a note on the local
+// files the listing lacks when --delete is not given.
+func printPull(w io.Writer, s operator.PullSummary, opts operator.PullOptions) {
+	if opts.DryRun {
 		for _, p := range s.FetchedPaths {
 			fmt.Fprintf(w, "would fetch %s\n", shown(p))
 		}
@@ -335,15 +352,29 @@ func printPull(w io.Writer, s operator.PullSummary, dryRun bool) {
 	for _, p := range s.Changed {
 		fmt.Fprintf(w, "%s: changed since the listing; the version read was verified against its etag and landed\n", shown(p))
 	}
+	for _, f := range s.SkippedPaths {
+		fmt.Fprintf(w, "%s: skipped: %d bytes, above the service's max_bytes, which it would refuse\n", shown(f.Path), f.Size)
+	}
 	for _, failure := range s.Failures {
 		fmt.Fprintf(w, "%s: %s: %s\n", shown(failure.Path), failure.Err.Code, failure.Err.Message)
 	}
-	verb, deleted := "fetched", "deleted"
-	if dryRun {
-		verb, deleted = "dry run: would fetch", "would delete"
+	line := fmt.Sprintf("%d fetched (%s), %d unchanged, %d failed", s.Fetched, humanBytes(s.Bytes), s.Unchanged, s.Failed)
+	if opts.DryRun {
+		line = fmt.Sprintf("dry run: %d would be fetched (%s), %d unchanged, %d failed", s.Fetched, humanBytes(s.Bytes), s.Unchanged, s.Failed)
 	}
-	fmt.Fprintf(w, "%s %d files (%s), %d unchanged, %s %d, %d failed\n",
-		verb, s.Fetched, humanBytes(s.Bytes), s.Unchanged, deleted, s.Deleted, s.Failed)
+	switch {
+	case opts.Delete && opts.DryRun:
+		line += fmt.Sprintf(", %d would be deleted", s.Deleted)
+	case opts.Delete:
+		line += fmt.Sprintf(", %d deleted", s.Deleted)
+	}
+	if s.Skipped > 0 {
+		line += fmt.Sprintf(", %d skipped", s.Skipped)
+	}
+	if s.Unlisted > 0 {
+		line += fmt.Sprintf("; %d local files are not in the listing (--delete removes them)", s.Unlisted)
+	}
+	fmt.Fprintln(w, line)
 }
 
 // humanBytes writes n in the largest binary unit that keeps it at least 1.

@@ -33,7 +33,7 @@ func cycles(t *testing.T, stdout string) []cycle {
 		if line == "" {
 			continue
 		}
-		harness.RequireKeys(t, "watch cycle", []byte(line), "fetched", "unchanged", "deleted", "failed", "bytes", "at_ms")
+		harness.RequireKeys(t, "watch cycle", []byte(line), "fetched", "unchanged", "deleted", "failed", "skipped", "bytes", "at_ms")
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
 		var c cycle

@@ -3,12 +3,14 @@ package resplane
 import (
 	"io"
 	"os"
+	"time"
 
 	"github.com/resplane/resplane/adapters/control"
 	"github.com/resplane/resplane/adapters/logging"
 	"github.com/resplane/resplane/adapters/mcp"
 	"github.com/resplane/resplane/adapters/operatorhttp"
 	"github.com/resplane/resplane/adapters/osfs"
+	"github.com/resplane/resplane/adapters/tarball"
 	"github.com/resplane/resplane/adapters/terminal"
 	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/ports"
@@ -29,6 +31,16 @@ type PullLaunch struct {
 	// Stderr is where the progress bar is drawn, when it is a terminal.
 	Stderr *os.File
 }
+
+// Puller is what `resplane files pull` runs: the mirror and, for --watch, the poller that
+// lists the same service.
+type Puller struct {
+	Mirror *operator.Mirror
+	Poller *operator.Poller
+}
+
+// TarArchive returns the archive `resplane files tar` writes to out.
+func TarArchive(out io.Writer) ports.Archive { return tarball.New(out) }
 
 // MirrorDir is the local directory a pull mirrors into.
 type MirrorDir string
@@ -56,6 +68,8 @@ type MCPLaunch struct {
 	Control ControlPath
 	// Files is the operator plane whose files it offers as resources; "" offers none.
 	Files ServiceURL
+	// Interval is how often the files are listed while a resource is subscribed.
+	Interval time.Duration
 	// Version is resplane's version, which the server reports to its clients.
 	Version string
 	// Stderr is where failures are logged, as JSON lines that never hold a token.
@@ -82,12 +96,21 @@ func provideMCPFiles(u ServiceURL) (*operator.RemoteFiles, error) {
 	return operator.NewRemoteFiles(client), nil
 }
 
-func provideMCPServer(l MCPLaunch, tools ports.AgentTools, files *operator.RemoteFiles) (*mcp.Server, error) {
+// provideMCPPoller returns the poller of the subscriptions, or none without a URL.
+func provideMCPPoller(files *operator.RemoteFiles, clk ports.Clock) *operator.Poller {
+	if files == nil {
+		return nil
+	}
+	return operator.NewPoller(files, clk)
+}
+
+func provideMCPServer(l MCPLaunch, tools ports.AgentTools, files *operator.RemoteFiles, poller *operator.Poller) (*mcp.Server, error) {
 	log, err := logging.New(l.Stderr, "info", "json")
 	if err != nil {
 		return nil, err
 	}
-	return mcp.NewServer(mcp.Config{Name: "resplane", Version: l.Version, Tools: tools, Files: files, FilesURL: string(l.Files), Log: log}), nil
+	return mcp.NewServer(mcp.Config{Name: "resplane", Version: l.Version, Tools: tools, Files: files, FilesURL: string(l.Files),
+		Poller: poller, Interval: l.Interval, Log: log}), nil
 }
 
 func provideControlClient(c ControlPath) *control.Client { return control.NewClient(string(c)) }

@@ -5,6 +5,7 @@ package resplane
 import (
 	"github.com/google/wire"
 
+	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/control"
 	"github.com/resplane/resplane/adapters/mcp"
 	"github.com/resplane/resplane/adapters/operatorhttp"
@@ -27,8 +28,15 @@ func InitializeRemoteFiles(u ServiceURL) (*operator.RemoteFiles, error) {
 	return nil, nil
 }
 
-// InitializeMirror assembles `resplane files pull`. The cleanup closes the target directory.
-func InitializeMirror(l PullLaunch) (*operator.Mirror, func(), error) {
+// clockSet provides the clock a watch's poller reads.
+var clockSet = wire.NewSet(
+	wire.Struct(new(clock.System)),
+	wire.Bind(new(ports.Clock), new(*clock.System)),
+)
+
+// InitializeMirror assembles `resplane files pull`, with its poller for --watch. The cleanup
+// closes the target directory.
+func InitializeMirror(l PullLaunch) (*Puller, func(), error) {
 	wire.Build(
 		wire.FieldsOf(new(PullLaunch), "URL", "Dir", "Stderr"),
 		operatorSet,
@@ -36,6 +44,9 @@ func InitializeMirror(l PullLaunch) (*operator.Mirror, func(), error) {
 		wire.Bind(new(ports.LocalMirror), new(*osfs.Mirror)),
 		provideProgress,
 		operator.NewMirror,
+		clockSet,
+		operator.NewPoller,
+		wire.Struct(new(Puller), "*"),
 	)
 	return nil, nil, nil
 }
@@ -46,6 +57,8 @@ func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
 		wire.FieldsOf(new(MCPLaunch), "Control", "Files"),
 		provideAgentTools,
 		provideMCPFiles,
+		clockSet,
+		provideMCPPoller,
 		provideMCPServer,
 	)
 	return nil, nil

@@ -272,8 +272,9 @@ func InitializeRemoteFiles(u ServiceURL) (*operator.RemoteFiles, error) {
 	return remoteFiles, nil
 }
 
-// InitializeMirror assembles `resplane files pull`. The cleanup closes the target directory.
-func InitializeMirror(l PullLaunch) (*operator.Mirror, func(), error) {
+// InitializeMirror assembles `resplane files pull`, with its poller for --watch. The cleanup
+// closes the target directory.
+func InitializeMirror(l PullLaunch) (*Puller, func(), error) {
 	serviceURL := l.URL
 	client, err := provideOperatorClient(serviceURL)
 	if err != nil {
@@ -288,7 +289,13 @@ func InitializeMirror(l PullLaunch) (*operator.Mirror, func(), error) {
 	file := l.Stderr
 	progress := provideProgress(file)
 	operatorMirror := operator.NewMirror(remoteFiles, mirror, progress)
-	return operatorMirror, func() {
+	system := &clock.System{}
+	poller := operator.NewPoller(remoteFiles, system)
+	puller := &Puller{
+		Mirror: operatorMirror,
+		Poller: poller,
+	}
+	return puller, func() {
 		cleanup()
 	}, nil
 }
@@ -302,7 +309,9 @@ func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	server, err := provideMCPServer(l, agentTools, remoteFiles)
+	system := &clock.System{}
+	poller := provideMCPPoller(remoteFiles, system)
+	server, err := provideMCPServer(l, agentTools, remoteFiles, poller)
 	if err != nil {
 		return nil, err
 	}
@@ -381,3 +390,6 @@ var edgeSet = wire.NewSet(
 var operatorSet = wire.NewSet(
 	provideOperatorClient, wire.Bind(new(ports.RemoteExport), new(*operatorhttp.Client)), operator.NewRemoteFiles,
 )
+
+// clockSet provides the clock a watch's poller reads.
+var clockSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports.Clock), new(*clock.System)))

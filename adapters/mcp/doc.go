@@ -20,6 +20,11 @@
 //     textual MIME type and valid UTF-8, else as a base64 blob. A file longer than MaxInline
 //     is not read into the answer: the error names its size and the `resplane files get`
 //     command that fetches it verified.
+//   - resources/subscribe and unsubscribe are served with the SDK's own support: while a URI
+//     is subscribed, the shared poller (operator.Poller) lists the files once per interval,
+//     and a listing's diff becomes notifications/resources/updated for each subscribed URI
+//     that changed, appeared or disappeared, and notifications/resources/list_changed when
+//     the set of files changed. With no subscription nothing is polled.
 //   - A refusal on a resource is a JSON-RPC error whose data is {"error","message","uri"}
 //     with the service's code and message.
 //   - What it writes to stderr goes through a logger that redacts handle tokens.

@@ -35,6 +35,10 @@ type Config struct {
 	// FilesURL is the --files URL as given, for the `resplane files get` command a refusal
 	// suggests.
 	FilesURL string
+	// Poller lists the operator plane for resources/subscribe, once per Interval; nil (as
+	// without Files) offers no subscriptions.
+	Poller   *operator.Poller
+	Interval time.Duration
 	// MaxInline bounds what resources/read returns; 0 means DefaultMaxInline.
 	MaxInline int64
 	// Log receives one line per failure whose cause the client does not see; it must
@@ -47,6 +51,10 @@ type Server struct {
 	cfg Config
 	// tools are the tools as the control API listed them, in its order.
 	tools []*sdk.Tool
+	// sdk is the SDK server, once built.
+	sdk *sdk.Server
+	// watch serves the subscriptions; nil without a Poller.
+	watch *watcher
 }
 
 // NewServer returns the server; nothing is contacted before Run.
@@ -64,6 +72,9 @@ func (s *Server) Run(ctx context.Context, transport sdk.Transport) error {
 	if err != nil {
 		return err
 	}
+	if s.watch != nil {
+		s.watch.base = ctx
+	}
 	return server.Run(ctx, transport)
 }
 
@@ -71,13 +82,20 @@ func (s *Server) Run(ctx context.Context, transport sdk.Transport) error {
 // resources answered live from the operator plane.
 func (s *Server) build(ctx context.Context) (*sdk.Server, error) {
 	caps := &sdk.ServerCapabilities{}
+	opts := &sdk.ServerOptions{Capabilities: caps}
 	if s.cfg.Tools != nil {
 		caps.Tools = &sdk.ToolCapabilities{}
 	}
 	if s.cfg.Files != nil {
 		caps.Resources = &sdk.ResourceCapabilities{}
 	}
-	server := sdk.NewServer(&sdk.Implementation{Name: s.cfg.Name, Version: s.cfg.Version}, &sdk.ServerOptions{Capabilities: caps})
+	if s.cfg.Files != nil && s.cfg.Poller != nil {
+		s.watch = newWatcher(s, s.cfg.Poller, s.cfg.Interval)
+		caps.Resources = &sdk.ResourceCapabilities{Subscribe: true, ListChanged: true}
+		opts.SubscribeHandler, opts.UnsubscribeHandler = s.watch.subscribe, s.watch.unsubscribe
+	}
+	server := sdk.NewServer(&sdk.Implementation{Name: s.cfg.Name, Version: s.cfg.Version}, opts)
+	s.sdk = server
 	if s.cfg.Tools != nil {
 		specs, err := s.cfg.Tools.ListTools(ctx)
 		if err != nil {
@@ -92,6 +110,9 @@ func (s *Server) build(ctx context.Context) (*sdk.Server, error) {
 		}
 	}
 	server.AddReceivingMiddleware(s.answer)
+	if s.watch != nil {
+		server.AddSendingMiddleware(s.watch.sendList)
+	}
 	return server, nil
 }
 

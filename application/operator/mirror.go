@@ -15,7 +15,8 @@ import (
 // directory hold what one service's export lists. It fetches every listed file whose local
 // copy is missing or differs from the listing's sha256, verifies each against its answer's
 // etag, lands each atomically, and with Delete removes local regular files the listing no
-// longer has.
+// longer has (without it, counts them). A file listed above the listing's max_bytes is
+// skipped: the service would refuse it, so it is counted apart and not failed.
 //
 // The listing is not trusted. It is held to the service's own bounds before anything local is
 // touched: a listing longer than any service lists is refused whole (RemoteFiles.List), and a
@@ -35,6 +36,9 @@ func NewMirror(files *RemoteFiles, local ports.LocalMirror, progress ports.Progr
 	return &Mirror{files: files, local: local, progress: progress}
 }
 
+// FilesURL is the URL of the listing the mirror follows.
+func (m *Mirror) FilesURL() string { return m.files.FilesURL() }
+
 // PullOptions are the flags of a pull.
 type PullOptions struct {
 	// Jobs is how many files are compared and fetched at once; below 1 means 1.
@@ -51,6 +55,9 @@ type PullSummary struct {
 	Unchanged int
 	Deleted   int
 	Failed    int
+	// Skipped counts the listed files above the listing's max_bytes: the service would
+	// refuse them, so they are neither fetched nor failed, and a local copy is kept.
+	Skipped int
 	// Bytes is the count of bytes landed; with DryRun, the listed sizes of the files that
 	// would be fetched.
 	Bytes int64
@@ -58,12 +65,24 @@ type PullSummary struct {
 	// listing order and bytewise order respectively.
 	FetchedPaths []string
 	DeletedPaths []string
+	// Unlisted counts, without Delete, the local regular files the listing does not have
+	// (what Delete would remove).
+	Unlisted int
+	// SkippedPaths name the skipped files with their listed sizes, in listing order.
+	SkippedPaths []SkippedFile
 	// Changed names the fetched files whose bytes were not the listing's: they changed
 	// between the listing and the read, and the read's version, verified against its own
 	// etag, was landed.
 	Changed []string
 	// Failures says why each failed file failed, in listing order, deletions last.
 	Failures []PullFailure
+}
+
+// SkippedFile is a listed file above the listing's max_bytes.
+type SkippedFile struct {
+	// Path is the path as listed, not yet known to be safe to print.
+	Path string
+	Size int64
 }
 
 // PullFailure is one file that could not be mirrored.
@@ -82,6 +101,7 @@ type pullItem struct {
 	entry   ports.RemoteEntry
 	rel     pathpolicy.RelPath
 	fetch   bool // the local copy is missing or differs
+	skip    bool // listed above max_bytes: the service would refuse it
 	fetched Fetched
 	err     *refusal.Refusal
 	// compared and landed are set when the comparison and the fetch ran; an interrupted pull
@@ -96,13 +116,21 @@ func (m *Mirror) Pull(ctx context.Context, opts PullOptions) (PullSummary, error
 	if err != nil {
 		return PullSummary{}, err
 	}
+	return m.pullListing(ctx, listing, opts), nil
+}
+
+// pullListing runs one pull against listing, which RemoteFiles.List returned.
+func (m *Mirror) pullListing(ctx context.Context, listing ports.RemoteListing, opts PullOptions) PullSummary {
 	limit := Unlimited
 	if listing.MaxBytes > 0 {
 		limit = listing.MaxBytes
 	}
 	items, listed := m.plan(listing.Entries)
+	for i := range items {
+		items[i].skip = items[i].err == nil && items[i].entry.Size > limit
+	}
 	forEach(ctx, len(items), opts.Jobs, func(i int) { m.compare(&items[i]) })
-	interrupted(items, func(it *pullItem) bool { return it.compared })
+	interrupted(items, func(it *pullItem) bool { return it.compared || it.skip })
 
 	var summary PullSummary
 	var toFetch []int
@@ -110,6 +138,9 @@ func (m *Mirror) Pull(ctx context.Context, opts PullOptions) (PullSummary, error
 	for i := range items {
 		switch it := &items[i]; {
 		case it.err != nil:
+		case it.skip:
+			summary.Skipped++
+			summary.SkippedPaths = append(summary.SkippedPaths, SkippedFile{Path: it.entry.Path, Size: it.entry.Size})
 		case it.fetch:
 			toFetch = append(toFetch, i)
 			total += it.entry.Size
@@ -142,11 +173,17 @@ func (m *Mirror) Pull(ctx context.Context, opts PullOptions) (PullSummary, error
 			}
 		}
 	}
-	if opts.Delete && ctx.Err() == nil {
+	switch {
+	case ctx.Err() != nil:
+	case opts.Delete:
 		m.deleteUnlisted(listed, opts.DryRun, &summary)
+	default:
+		var unlisted PullSummary
+		m.deleteUnlisted(listed, true, &unlisted)
+		summary.Unlisted = unlisted.Deleted
 	}
 	summary.Failed = len(summary.Failures)
-	return summary, nil
+	return summary
 }
 
 // plan lowers every listed path and refuses what cannot be mirrored: a path that is not a
@@ -194,7 +231,7 @@ func errInterrupted() *refusal.Refusal {
 
 // compare decides whether it must be fetched.
 func (m *Mirror) compare(it *pullItem) {
-	if it.err != nil {
+	if it.err != nil || it.skip {
 		return
 	}
 	it.compared = true

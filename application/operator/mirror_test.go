@@ -43,6 +43,10 @@ type fakeExport struct {
 	opened map[string]int
 	// onOpen, when set, runs at the start of every read.
 	onOpen func()
+	// unreachable makes the listing fail as a service that does not answer does.
+	unreachable bool
+	// listed counts the listings.
+	listed int
 }
 
 // fakeAnswer is one read's answer: a status with a refusal body, or a body with an etag.
@@ -63,6 +67,10 @@ func sum(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToSt
 func (f *fakeExport) List(context.Context) (ports.RemoteListing, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.listed++
+	if f.unreachable {
+		return ports.RemoteListing{}, refusal.WithMessage(refusal.ServiceUnreachable, "The connection was refused.")
+	}
 	if f.refuse != nil {
 		return ports.RemoteListing{RemoteAnswer: *f.refuse}, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,7 @@ type summary struct {
 	Unchanged int   `json:"unchanged"`
 	Deleted   int   `json:"deleted"`
 	Failed    int   `json:"failed"`
+	Skipped   int   `json:"skipped"`
 	Bytes     int64 `json:"bytes"`
 }
 
@@ -37,7 +39,11 @@ type summary struct {
 func pull(t *testing.T, args ...string) (int, summary, string) {
 	t.Helper()
 	code, stdout, stderr := harness.RunCLI(t, nil, append([]string{"files", "pull", "--json"}, args...)...)
-	harness.RequireKeys(t, "pull summary", []byte(stdout), "fetched", "unchanged", "deleted", "failed", "bytes")
+	keys := []string{"fetched", "unchanged", "deleted", "failed", "skipped", "bytes"}
+	if slices.Contains(args, "--dry-run") {
+		keys = append(keys, "dry_run")
+	}
+	harness.RequireKeys(t, "pull summary", []byte(stdout), keys...)
 	var s summary
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatalf("pull printed %q: %v", stdout, err)
@@ -113,7 +119,7 @@ func TestASecondPullFetchesExactlyWhatChanged(t *testing.T) {
 		t.Fatalf("first pull: exit %d, %+v; stderr:\n%s", code, s, stderr)
 	}
 	requireSameTree(t, tree(t, dir), tree(t, out))
-	if !strings.Contains(stderr, "fetched 1000 files") {
+	if !strings.Contains(stderr, "1000 fetched (") {
 		t.Fatalf("no one-line summary on stderr: %q", stderr)
 	}
 
@@ -178,5 +184,37 @@ func TestAServiceRefusalIsShownWithItsCode(t *testing.T) {
 	code, _, stderr = harness.RunCLI(t, nil, "files", "ls", p.Ready.URL)
 	if code != 1 || !strings.Contains(stderr, "no_resource_plane: This capsule declares no exports.files") {
 		t.Fatalf("ls: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestAFileAboveMaxBytesIsSkippedNotFailed pulls an export holding a file above max_bytes:
+// exit 0 with skipped 1 and one warning; --strict exits 1; ls marks the file; without
+// --delete the summary mentions the local file the listing lacks, and counts no deletion.
+func TestAFileAboveMaxBytesIsSkippedNotFailed(t *testing.T) {
+	p := harness.Start(t, harness.Capsule{Manifest: manifest, Files: fixture.Layout{"out/a.txt": "a", "out/big.bin": strings.Repeat("b", 1025)}})
+	dir := t.TempDir()
+	fixture.Write(t, dir, fixture.Layout{"stale.txt": "old"})
+	code, s, stderr := pull(t, p.Ready.URL, dir)
+	if code != 0 || s != (summary{Fetched: 1, Skipped: 1, Bytes: 1}) {
+		t.Fatalf("exit %d, %+v; want 1 fetched, 1 skipped; stderr:\n%s", code, s, stderr)
+	}
+	if n := strings.Count(stderr, "big.bin: skipped: 1025 bytes"); n != 1 {
+		t.Fatalf("%d warnings for the skipped file, want one:\n%s", n, stderr)
+	}
+	for _, want := range []string{"1 fetched (1 B), 0 unchanged, 0 failed, 1 skipped; 1 local files are not in the listing (--delete removes them)"} {
+		if !strings.Contains(stderr, want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "deleted") {
+		t.Fatalf("a pull without --delete speaks of deletions:\n%s", stderr)
+	}
+	requireSameTree(t, tree(t, dir), map[string]string{"a.txt": "a", "stale.txt": "old"})
+	if code, s, _ = pull(t, "--strict", p.Ready.URL, dir); code != 1 || s.Skipped != 1 || s.Failed != 0 {
+		t.Fatalf("--strict: exit %d, %+v; want 1 with skipped 1", code, s)
+	}
+	code, stdout, _ := harness.RunCLI(t, nil, "files", "ls", p.Ready.URL)
+	if code != 0 || !strings.Contains(stdout, "big.bin  (above max_bytes") || strings.Contains(stdout, "a.txt  (above") {
+		t.Fatalf("ls does not mark exactly the file above max_bytes: %q", stdout)
 	}
 }

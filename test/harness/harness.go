@@ -348,3 +348,53 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// CLI is one client command running in the background (such as `files pull --watch`).
+type CLI struct {
+	cmd            *exec.Cmd
+	stdout, stderr *syncBuffer
+	done           chan struct{}
+}
+
+// StartCLI starts the binary with args and env added to a clean environment, and returns at
+// once. The command is killed when the test ends, if it is still running.
+func StartCLI(t testing.TB, env []string, args ...string) *CLI {
+	t.Helper()
+	c := &CLI{cmd: exec.Command(Binary(t), args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	c.cmd.Env = append(cleanEnv(), env...)
+	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-c.done:
+		default:
+			_ = c.cmd.Process.Kill()
+			<-c.done
+		}
+	})
+	return c
+}
+
+// Stdout and Stderr return what the command wrote so far.
+func (c *CLI) Stdout() string { return c.stdout.String() }
+
+// Stderr returns what the command wrote to stderr so far.
+func (c *CLI) Stderr() string { return c.stderr.String() }
+
+// Interrupt sends SIGINT and returns the exit status; a command still running ten seconds
+// later fails the test.
+func (c *CLI) Interrupt(t testing.TB) int {
+	t.Helper()
+	if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("still running ten seconds after SIGINT; stderr:\n%s", c.Stderr())
+	}
+	return c.cmd.ProcessState.ExitCode()
+}

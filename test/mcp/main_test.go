@@ -83,16 +83,22 @@ type session struct {
 // the test.
 func connect(t *testing.T, args ...string) *session {
 	t.Helper()
+	return connectWith(t, nil, "", args...)
+}
+
+// connectWith is connect with the client's options, speaking protocol ("": the SDK's newest).
+func connectWith(t *testing.T, opts *sdk.ClientOptions, protocol string, args ...string) *session {
+	t.Helper()
 	stderr := &lockedBuffer{}
 	stderrs.Lock()
 	stderrs.all = append(stderrs.all, stderr)
 	stderrs.Unlock()
 	cmd := exec.Command(harness.Binary(t), append([]string{"mcp"}, args...)...)
 	cmd.Stderr = stderr
-	client := sdk.NewClient(&sdk.Implementation{Name: "resplane-test", Version: "0"}, nil)
+	client := sdk.NewClient(&sdk.Implementation{Name: "resplane-test", Version: "0"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatalf("connecting to resplane mcp %q: %v; stderr:\n%s", args, err, stderr.String())
 	}

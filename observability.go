@@ -48,7 +48,7 @@ func provideMetrics(o Observability, b budgets) *prometheus.Metrics {
 	}
 	m := prometheus.New()
 	m.WatchBudget("memory", b.memory)
-	m.WatchBudget("spool", b.spool)
+	m.WatchBudget("spool", b.spool.Budget)
 	m.WatchBudget("send_buffer", b.buffered)
 	return m
 }

@@ -123,7 +123,8 @@ func provideSpool(p Paths, logger zerolog.Logger, session *osfs.SessionDir) (por
 
 // budgets are the three byte budgets reads draw on, as the adapter that the metrics read too.
 type budgets struct {
-	memory, spool, buffered *budget.Budget
+	memory, buffered *budget.Budget
+	spool            *budget.Shared // shared out per client address
 }
 
 // provideBudgets makes the memory, spool and send-buffer budgets as the launch sized them
@@ -137,7 +138,7 @@ func provideBudgets(lim Limits, sp ports.Spool) (budgets, error) {
 	if err != nil {
 		return budgets{}, err
 	}
-	spooled, err := budget.New("--spool-budget", lim.Budgets.Spool)
+	spooled, err := budget.NewShared("--spool-budget", lim.Budgets.Spool)
 	if err != nil {
 		return budgets{}, err
 	}

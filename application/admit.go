@@ -14,6 +14,9 @@ type Request struct {
 	// HasBody is whether the request declares a body: a Content-Length above zero or any
 	// Transfer-Encoding.
 	HasBody bool
+	// Client is the address the request's reservations of a shared budget (the spool) are
+	// counted against, "" for a client the edge cannot tell apart from others (loopback).
+	Client string
 }
 
 // Admit applies the checks that come first on every route under /resources/, in their

@@ -152,7 +152,7 @@ func (s *Files) list(ctx context.Context, req Request, gen uint64, encode func(*
 	if err := s.walk(ctx, listing); err != nil {
 		return nil, err
 	}
-	body, err := s.reader.Hold(ctx, encode(listing))
+	body, err := s.reader.Hold(ForClient(ctx, req.Client), encode(listing))
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func (s *Files) read(ctx context.Context, req Request, decoded string) (*Served,
 	if err != nil {
 		return nil, err
 	}
-	body, err := openAndRead(ctx, s.fs, s.reader, s.plane, rel, s.session.Containment)
+	body, err := openAndRead(ForClient(ctx, req.Client), s.fs, s.reader, s.plane, rel, s.session.Containment)
 	if err != nil {
 		return nil, err
 	}

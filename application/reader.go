@@ -154,7 +154,7 @@ func (r *Reader) Read(ctx context.Context, f ports.File, maxBytes int64) (*Body,
 	case inMemory:
 		return r.readInMemory(ctx, f, want, maxBytes, r.budgets.Memory)
 	case buffered:
-		return r.spillable(r.readInMemory(ctx, f, want, maxBytes, r.budgets.Buffered))
+		return r.spillable(ctx)(r.readInMemory(ctx, f, want, maxBytes, r.budgets.Buffered))
 	}
 	return r.readSpooled(ctx, f, want, maxBytes)
 }
@@ -179,12 +179,15 @@ func (r *Reader) placeFor(n int64) placement {
 	return spooled
 }
 
-// spillable gives a body buffered from the send-buffer budget its spill.
-func (r *Reader) spillable(body *Body, err error) (*Body, error) {
-	if err == nil {
-		body.spill = r.spiller(body.content.(*bytes.Reader))
+// spillable gives a body buffered from the send-buffer budget its spill, into the spool budget
+// as the client of ctx sees it.
+func (r *Reader) spillable(ctx context.Context) func(*Body, error) (*Body, error) {
+	return func(body *Body, err error) (*Body, error) {
+		if err == nil {
+			body.spill = r.spiller(r.spoolFor(ctx), body.content.(*bytes.Reader))
+		}
+		return body, err
 	}
-	return body, err
 }
 
 // Hold returns a body that serves data, an answer the service built itself (an encoded
@@ -206,7 +209,7 @@ func (r *Reader) Hold(ctx context.Context, data []byte) (*Body, error) {
 	case inMemory:
 		return hold(r.budgets.Memory)
 	case buffered:
-		return r.spillable(hold(r.budgets.Buffered))
+		return r.spillable(ctx)(hold(r.budgets.Buffered))
 	}
 	snap, release, err := r.snapshot(ctx, size)
 	if err != nil {
@@ -266,23 +269,41 @@ func (r *Reader) readInMemory(ctx context.Context, f ports.File, want, maxBytes 
 	}, nil
 }
 
+// clientKey is the context key of the client a read's reservations are counted against.
+type clientKey struct{}
+
+// ForClient returns ctx carrying the client (Request.Client) that the reservations of reads
+// made under it are counted against in a shared spool budget (ports.SharedBudget).
+func ForClient(ctx context.Context, client string) context.Context {
+	return context.WithValue(ctx, clientKey{}, client)
+}
+
+// spoolFor is the spool budget as the client of ctx sees it: its share of a shared budget.
+func (r *Reader) spoolFor(ctx context.Context) ports.ReadBudget {
+	if shared, ok := r.budgets.Spool.(ports.SharedBudget); ok {
+		client, _ := ctx.Value(clientKey{}).(string)
+		return shared.For(client)
+	}
+	return r.budgets.Spool
+}
+
 // spiller returns a buffered body's spill: it copies what content has left, the bytes from
 // sent on, into a new snapshot reserved from the spool budget at once (never waiting: the
 // response is being sent), and hands back the snapshot's reader and release. It returns no
 // reader when there is no room in the spool budget or the spool fails; the body then goes on
 // from memory.
-func (r *Reader) spiller(content *bytes.Reader) func(int64) (io.Reader, func(), error) {
+func (r *Reader) spiller(spool ports.ReadBudget, content *bytes.Reader) func(int64) (io.Reader, func(), error) {
 	return func(sent int64) (io.Reader, func(), error) {
 		rest := content.Size() - sent
-		if rest <= 0 || sent < 0 || !r.budgets.Spool.TryReserve(rest) {
+		if rest <= 0 || sent < 0 || !spool.TryReserve(rest) {
 			return nil, nil, nil
 		}
 		snap, err := r.spool.Create()
 		if err != nil {
-			r.budgets.Spool.Release(rest)
+			spool.Release(rest)
 			return nil, nil, err
 		}
-		release := func() { _ = snap.Close(); r.budgets.Spool.Release(rest) }
+		release := func() { _ = snap.Close(); spool.Release(rest) }
 		n, err := snap.Fill(io.NewSectionReader(content, sent, rest), rest)
 		if err == nil && n != rest {
 			err = fmt.Errorf("the spool took %d of %d bytes", n, rest)
@@ -300,16 +321,17 @@ func (r *Reader) spiller(content *bytes.Reader) func(int64) (io.Reader, func(), 
 func (r *Reader) readSpooled(ctx context.Context, f ports.File, want, maxBytes int64) (*Body, error) {
 	held := want
 	// The reservation grows with the file: its release gives back what held is when it runs.
+	spool := r.spoolFor(ctx)
 	snap, _, err := r.snapshot(ctx, held)
 	if err != nil {
 		return nil, err
 	}
-	release := func() { _ = snap.Close(); r.budgets.Spool.Release(held) }
+	release := func() { _ = snap.Close(); spool.Release(held) }
 	n, err := snap.Fill(f, want)
 	for err == nil && n == want && want <= maxBytes {
 		// The file grew; keep copying up to maxBytes+1 in all, doubling the reservation.
 		bigger := grownTo(want, maxBytes)
-		if err = reserveGrowth(r.budgets.Spool, bigger-held); err != nil {
+		if err = reserveGrowth(spool, bigger-held); err != nil {
 			break
 		}
 		var m int64
@@ -328,17 +350,18 @@ func (r *Reader) readSpooled(ctx context.Context, f ports.File, want, maxBytes i
 	return &Body{Size: n, SHA256: sum, ModTime: f.ModTime(), content: snap.Content(), release: release}, nil
 }
 
-// snapshot reserves n bytes from the spool budget, waiting for room until ctx ends, and
+// snapshot reserves n bytes from the spool budget (the client of ctx's share), waiting for room until ctx ends, and
 // creates an empty snapshot; release closes it and gives the n bytes back.
 func (r *Reader) snapshot(ctx context.Context, n int64) (snap ports.Snapshot, release func(), err error) {
-	if err := r.budgets.Spool.Reserve(ctx, n); err != nil {
+	spool := r.spoolFor(ctx)
+	if err := spool.Reserve(ctx, n); err != nil {
 		return nil, nil, refusal.Internal(err)
 	}
 	if snap, err = r.spool.Create(); err != nil {
-		r.budgets.Spool.Release(n)
+		spool.Release(n)
 		return nil, nil, err
 	}
-	return snap, func() { _ = snap.Close(); r.budgets.Spool.Release(n) }, nil
+	return snap, func() { _ = snap.Close(); spool.Release(n) }, nil
 }
 
 // hashSnapshot is the sha256 of the first n bytes of snap, read through one pooled buffer

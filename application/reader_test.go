@@ -469,3 +469,36 @@ func TestAnAnswerIsHeldLikeAFileBodyOfItsSize(t *testing.T) {
 		t.Fatalf("Hold under a full spool = %v; want it to wait and give up with its context, holding nothing", err)
 	}
 }
+
+// TestASpooledReadIsCountedAgainstItsClient pins the spool share's wiring: a read made under
+// ForClient holds its snapshot's bytes in that client's share of a shared spool budget, a
+// spilled rest and a held answer too, and gives them back on Release.
+func TestASpooledReadIsCountedAgainstItsClient(t *testing.T) {
+	shared, err := budget.NewShared("--spool-budget", 40<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budgets := application.Budgets{Memory: newBudget(t, 1<<20), Spool: shared, Buffered: newBudget(t, 1<<20)}
+	reader := application.NewReader(budgets, openSpool(t))
+	ctx := application.ForClient(context.Background(), "192.0.2.1/32")
+	content := strings.Repeat("0123456789abcdef", 10_000) // 160,000 bytes: buffered, then spilled
+	body, err := reader.Read(ctx, &growingFile{strings.NewReader(content), 160_000}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body.Spill(1000) == nil || shared.HeldBy("192.0.2.1/32") != 159_000 {
+		t.Fatalf("the spilled rest holds %d bytes of the client's share, want 159000", shared.HeldBy("192.0.2.1/32"))
+	}
+	body.Release()
+	large := []byte(strings.Repeat("L", application.BufferedUpTo+1))
+	if body, err = reader.Hold(ctx, large); err != nil {
+		t.Fatal(err)
+	}
+	if shared.HeldBy("192.0.2.1/32") != int64(len(large)) || shared.HeldBy("") != 0 {
+		t.Fatalf("a held answer's snapshot holds %d bytes of the client's share, want %d", shared.HeldBy("192.0.2.1/32"), len(large))
+	}
+	body.Release()
+	if shared.HeldBy("192.0.2.1/32") != 0 || shared.HeldBytes() != 0 {
+		t.Error("Release did not give the client's share back")
+	}
+}

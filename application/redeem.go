@@ -144,7 +144,7 @@ func (u *Redeem) redeem(ctx context.Context, req RedeemRequest, token, audience 
 	if err != nil {
 		return "", nil, err
 	}
-	body, err := openAndRead(ctx, u.fs, u.reader, u.plane, rel, u.session.Containment)
+	body, err := openAndRead(ForClient(ctx, req.Client), u.fs, u.reader, u.plane, rel, u.session.Containment)
 	if err != nil {
 		return "", nil, err
 	}

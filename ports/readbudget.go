@@ -16,3 +16,15 @@ type ReadBudget interface {
 	// Release returns n previously reserved bytes.
 	Release(n int64)
 }
+
+// SharedBudget is a ReadBudget shared out among clients (the spool budget): a reservation made
+// through For(client) is counted against that client, and no client is granted a reservation
+// that takes it above half of the budget while another client's reservation waits. The client
+// "" is one the edge cannot tell apart from others (a loopback connection): it is never held
+// to the share, but its waiting reservations hold the others to theirs.
+type SharedBudget interface {
+	ReadBudget
+	// For returns the budget as client's reservations see it; Release on it gives back bytes
+	// that client reserved.
+	For(client string) ReadBudget
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/hostpolicy"
 	"github.com/resplane/resplane/domain/refusal"
@@ -68,7 +69,8 @@ func (h *Resources) Register(e *echo.Echo) {
 func (h *Resources) dispatch(c echo.Context) error {
 	r := c.Request()
 	path := routedPath(r)
-	req := application.Request{Method: r.Method, HostAllowed: h.hosts.Allows(r.Host), HasBody: declaresBody(r)}
+	req := application.Request{Method: r.Method, HostAllowed: h.hosts.Allows(r.Host), HasBody: declaresBody(r),
+		Client: limits.ClientKey(r.RemoteAddr)}
 	switch {
 	case onRoute(path, peerRoute):
 		return h.redeem(c, req, strings.TrimPrefix(path, peerRoute))

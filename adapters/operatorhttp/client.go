@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/resplane/resplane/adapters/internal/httpclient"
@@ -239,6 +240,27 @@ func (b bodyReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// dialCause names why a connection could not be made, in the operating system's words for
+// the common causes, never in err's text (which holds the URL as the request spelled it).
+func dialCause(err error) string {
+	for _, cause := range []struct {
+		errno syscall.Errno
+		words string
+	}{
+		{syscall.ECONNREFUSED, "connection refused (nothing listens there)"},
+		{syscall.ECONNRESET, "connection reset"},
+		{syscall.EHOSTUNREACH, "host unreachable"},
+		{syscall.ENETUNREACH, "network unreachable"},
+		{syscall.EADDRNOTAVAIL, "address not available"},
+		{syscall.EACCES, "permission denied"},
+	} {
+		if errors.Is(err, cause.errno) {
+			return cause.words
+		}
+	}
+	return "the connection could not be made"
+}
+
 // unreachable turns a transport failure into a service_unreachable refusal with a sentence
 // naming the kind of failure. It never uses err's text: a *url.Error holds the URL.
 func (c *Client) unreachable(err error) *refusal.Refusal {
@@ -259,7 +281,7 @@ func (c *Client) unreachable(err error) *refusal.Refusal {
 	case errors.As(err, &dns):
 		sentence = "The service's host name could not be resolved."
 	case errors.As(err, &op) && op.Op == "dial" && !(errors.As(err, &timeout) && timeout.Timeout()):
-		sentence = "The connection to the service was refused or failed."
+		sentence = "The connection to the service failed: " + dialCause(err) + "."
 	case errors.As(err, &timeout) && timeout.Timeout():
 		sentence = "The service made no progress for " + c.idle.String() + " (or did not accept a connection within " +
 			c.connect.String() + "), so the request was abandoned."

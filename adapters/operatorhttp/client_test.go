@@ -287,7 +287,7 @@ func TestATransportFailureIsServiceUnreachableAndNeverShowsTheURL(t *testing.T) 
 		addr := ln.Addr().String()
 		ln.Close()
 		_, err := newClient(t, "http://"+addr, operatorhttp.Options{}).List(context.Background())
-		requireUnreachable(t, err, "refused")
+		requireUnreachable(t, err, "connection refused (nothing listens there)")
 	})
 }
 

@@ -120,7 +120,7 @@ func (p *program) filesTar(ctx context.Context, v config.Values) error {
 		fmt.Fprintf(p.stderr, "%s: %s: %s\n", shown(failure.Path), failure.Err.Code, failure.Err.Message)
 	}
 	if err != nil {
-		return refused("the archive", err)
+		return refused(files.FilesURL(), err)
 	}
 	if landing != nil {
 		if err := landing.Commit(time.Time{}); err != nil {
@@ -184,7 +184,7 @@ func (p *program) filesLs(ctx context.Context, v config.Values) error {
 	}
 	listing, err := files.List(ctx)
 	if err != nil {
-		return err
+		return refused(files.FilesURL(), err)
 	}
 	if v.Switch("json") {
 		fmt.Fprintln(p.stdout, strings.TrimSpace(string(listing.Raw)))
@@ -292,7 +292,7 @@ func (p *program) filesPull(ctx context.Context, v config.Values) error {
 	}
 	summary, err := puller.Mirror.Pull(ctx, opts)
 	if err != nil {
-		return refused("the listing", err)
+		return refused(puller.Mirror.FilesURL(), err)
 	}
 	printPull(p.stderr, summary, opts)
 	if v.Switch("json") {
@@ -331,7 +331,7 @@ func (p *program) watch(ctx context.Context, puller *resplane.Puller, every time
 		Back: func() { fmt.Fprintf(p.stderr, "%s answers again; watching\n", url) },
 	}
 	if err := puller.Mirror.Watch(ctx, puller.Poller, every, opts, hooks); err != nil {
-		return refused("the listing", err)
+		return refused(url, err)
 	}
 	return nil
 }

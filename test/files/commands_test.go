@@ -114,3 +114,13 @@ func TestFlagsMayComeBeforeOrAfterTheArguments(t *testing.T) {
 		t.Fatalf("get with --: exit %d, %q", code, stdout)
 	}
 }
+
+// TestAServiceThatIsNotThereIsNamedWithItsCause: ls of a port nothing listens on names the
+// URL and the cause, with the service_unreachable code, and exits 1.
+func TestAServiceThatIsNotThereIsNamedWithItsCause(t *testing.T) {
+	code, stdout, stderr := harness.RunCLI(t, nil, "files", "ls", "http://127.0.0.1:1")
+	want := "resplane files ls: http://127.0.0.1:1/resources/files: service_unreachable: The connection to the service failed: connection refused"
+	if code != 1 || stdout != "" || !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 1 and one line starting %q", code, stdout, stderr, want)
+	}
+}

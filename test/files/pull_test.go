@@ -55,6 +55,16 @@ func pull(t *testing.T, args ...string) (int, summary, string) {
 // "-> <target>" (a temp file left behind would show up as a regular file).
 func tree(t *testing.T, dir string) map[string]string {
 	t.Helper()
+	files, err := readTree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// readTree is tree's walk, returning what fails instead of failing the test: a file removed
+// while it is walked (by a watch at work) is an error to retry, not a failure.
+func readTree(dir string) (map[string]string, error) {
 	files := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
@@ -67,16 +77,13 @@ func tree(t *testing.T, dir string) map[string]string {
 			return err
 		}
 		if !e.Type().IsRegular() {
-			t.Fatalf("%s is not a regular file", p)
+			return fmt.Errorf("%s is not a regular file", p)
 		}
 		data, err := os.ReadFile(p)
 		files[filepath.ToSlash(r)] = string(data)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
+	return files, err
 }
 
 func requireSameTree(t *testing.T, got, want map[string]string) {

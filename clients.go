@@ -23,8 +23,8 @@ import (
 // ServiceURL is the base URL of a service's operator plane, as the ready line prints it.
 type ServiceURL string
 
-// PullLaunch is what `resplane files pull` runs with.
-type PullLaunch struct {
+// PullArgs is what `resplane files pull` runs with.
+type PullArgs struct {
 	URL ServiceURL
 	// Dir is the directory to mirror into; it is created when missing.
 	Dir MirrorDir
@@ -41,6 +41,21 @@ type Puller struct {
 
 // TarArchive returns the archive `resplane files tar` writes to out.
 func TarArchive(out io.Writer) ports.Archive { return tarball.New(out) }
+
+// LandAt returns where `resplane files get -o FILE` and `files tar -o FILE` write: FILE,
+// replaced whole once what was written is committed (osfs.CreateAt). The error names the path.
+func LandAt(path string) (ports.Landing, error) { return osfs.CreateAt(path) }
+
+// LandOnCommit returns where `resplane files get -o -` writes: w, written only once the
+// download is verified and committed (osfs.WriteOnCommit).
+func LandOnCommit(w io.Writer) (ports.Landing, error) { return osfs.WriteOnCommit(w) }
+
+// IsTerminal reports whether w is a terminal, as `files ls` and `files tar` ask of their
+// standard output.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && terminal.IsTerminal(f)
+}
 
 // MirrorDir is the local directory a pull mirrors into.
 type MirrorDir string
@@ -62,8 +77,8 @@ func provideProgress(stderr *os.File) ports.Progress { return terminal.NewProgre
 // ControlPath is a service's control socket.
 type ControlPath string
 
-// MCPLaunch is what `resplane mcp` runs with.
-type MCPLaunch struct {
+// MCPArgs is what `resplane mcp` runs with.
+type MCPArgs struct {
 	// Control is the control socket whose tools it offers; "" offers none.
 	Control ControlPath
 	// Files is the operator plane whose files it offers as resources; "" offers none.
@@ -104,7 +119,7 @@ func provideMCPPoller(files *operator.RemoteFiles, clk ports.Clock) *operator.Po
 	return operator.NewPoller(files, clk)
 }
 
-func provideMCPServer(l MCPLaunch, tools ports.AgentTools, files *operator.RemoteFiles, poller *operator.Poller) (*mcp.Server, error) {
+func provideMCPServer(l MCPArgs, tools ports.AgentTools, files *operator.RemoteFiles, poller *operator.Poller) (*mcp.Server, error) {
 	log, err := logging.New(l.Stderr, "info", "json")
 	if err != nil {
 		return nil, err

@@ -36,9 +36,9 @@ var clockSet = wire.NewSet(
 
 // InitializeMirror assembles `resplane files pull`, with its poller for --watch. The cleanup
 // closes the target directory.
-func InitializeMirror(l PullLaunch) (*Puller, func(), error) {
+func InitializeMirror(l PullArgs) (*Puller, func(), error) {
 	wire.Build(
-		wire.FieldsOf(new(PullLaunch), "URL", "Dir", "Stderr"),
+		wire.FieldsOf(new(PullArgs), "URL", "Dir", "Stderr"),
 		operatorSet,
 		provideMirrorDir,
 		wire.Bind(new(ports.LocalMirror), new(*osfs.Mirror)),
@@ -52,9 +52,9 @@ func InitializeMirror(l PullLaunch) (*Puller, func(), error) {
 }
 
 // InitializeMCP assembles `resplane mcp`. The error is a --files URL the client cannot use.
-func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
+func InitializeMCP(l MCPArgs) (*mcp.Server, error) {
 	wire.Build(
-		wire.FieldsOf(new(MCPLaunch), "Control", "Files"),
+		wire.FieldsOf(new(MCPArgs), "Control", "Files"),
 		provideAgentTools,
 		provideMCPFiles,
 		clockSet,

@@ -274,7 +274,7 @@ func InitializeRemoteFiles(u ServiceURL) (*operator.RemoteFiles, error) {
 
 // InitializeMirror assembles `resplane files pull`, with its poller for --watch. The cleanup
 // closes the target directory.
-func InitializeMirror(l PullLaunch) (*Puller, func(), error) {
+func InitializeMirror(l PullArgs) (*Puller, func(), error) {
 	serviceURL := l.URL
 	client, err := provideOperatorClient(serviceURL)
 	if err != nil {
@@ -301,7 +301,7 @@ func InitializeMirror(l PullLaunch) (*Puller, func(), error) {
 }
 
 // InitializeMCP assembles `resplane mcp`. The error is a --files URL the client cannot use.
-func InitializeMCP(l MCPLaunch) (*mcp.Server, error) {
+func InitializeMCP(l MCPArgs) (*mcp.Server, error) {
 	controlPath := l.Control
 	agentTools := provideAgentTools(controlPath)
 	serviceURL := l.Files

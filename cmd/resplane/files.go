@@ -14,8 +14,6 @@ import (
 
 	"github.com/resplane/resplane"
 	"github.com/resplane/resplane/adapters/config"
-	"github.com/resplane/resplane/adapters/osfs"
-	"github.com/resplane/resplane/adapters/terminal"
 	"github.com/resplane/resplane/application/operator"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
@@ -105,11 +103,11 @@ func (p *program) filesTar(ctx context.Context, v config.Values) error {
 	var landing ports.Landing
 	switch {
 	case target == "" || target == "-":
-		if f, ok := p.stdout.(*os.File); ok && terminal.IsTerminal(f) {
+		if resplane.IsTerminal(p.stdout) {
 			return config.Usagef("stdout is a terminal: redirect it or give -o FILE")
 		}
 	default:
-		if landing, err = osfs.CreateAt(target); err != nil {
+		if landing, err = resplane.LandAt(target); err != nil {
 			return err
 		}
 		defer landing.Discard()
@@ -190,8 +188,7 @@ func (p *program) filesLs(ctx context.Context, v config.Values) error {
 		fmt.Fprintln(p.stdout, strings.TrimSpace(string(listing.Raw)))
 		return nil
 	}
-	out, human := p.stdout.(*os.File)
-	human = human && terminal.IsTerminal(out)
+	human := resplane.IsTerminal(p.stdout)
 	table := tabwriter.NewWriter(p.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(table, "SIZE\tMTIME (UTC)\tSHA256\t PATH")
 	for _, e := range listing.Entries {
@@ -230,9 +227,9 @@ func (p *program) filesGet(ctx context.Context, v config.Values) error {
 	}
 	var landing ports.Landing
 	if target == "-" {
-		landing, err = osfs.WriteOnCommit(p.stdout)
+		landing, err = resplane.LandOnCommit(p.stdout)
 	} else {
-		landing, err = osfs.CreateAt(target)
+		landing, err = resplane.LandAt(target)
 	}
 	if err != nil {
 		return err
@@ -279,7 +276,7 @@ func (p *program) filesPull(ctx context.Context, v config.Values) error {
 		return config.Usagef("--watch changes the directory as the export changes; it does not take --dry-run")
 	}
 	stderrFile, _ := p.stderr.(*os.File)
-	puller, cleanup, err := resplane.InitializeMirror(resplane.PullLaunch{
+	puller, cleanup, err := resplane.InitializeMirror(resplane.PullArgs{
 		URL: resplane.ServiceURL(v.Args[0]), Dir: resplane.MirrorDir(v.Args[1]), Stderr: stderrFile,
 	})
 	if err != nil {

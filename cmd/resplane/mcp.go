@@ -28,7 +28,7 @@ func (p *program) mcp(ctx context.Context, v config.Values) error {
 	if err != nil {
 		return err
 	}
-	server, err := resplane.InitializeMCP(resplane.MCPLaunch{
+	server, err := resplane.InitializeMCP(resplane.MCPArgs{
 		Control: resplane.ControlPath(v.String("control")), Files: resplane.ServiceURL(v.String("files")), Version: version,
 		Interval: every, Stderr: p.stderr,
 	})

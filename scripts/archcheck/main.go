@@ -10,7 +10,8 @@
 //	adapters/internal/<x>
 //	                what adapters share (the EINTR retry, the outbound HTTP client): stdlib,
 //	                golang.org/x/... and domain only
-//	cmd/...         anything; it reaches the application through the root package
+//	cmd/...         the root package, adapters/config (what it was told), domain, ports,
+//	                application and libraries; every other adapter only through the root
 //	root            the composition root; nothing but cmd/... may import it
 //
 // It is run by `make arch` and by `make test`.
@@ -77,6 +78,10 @@ func violation(pkg, imp string) string {
 		return "only cmd/ may import the composition root"
 	}
 	switch layer(pkg) {
+	case "cmd":
+		if own && layer(target) == "adapters" && target != "adapters/config" {
+			return "cmd reaches adapters other than adapters/config only through the composition root"
+		}
 	case "domain":
 		if !own || layer(target) != "domain" {
 			return "domain may import only the standard library and domain"

@@ -102,6 +102,8 @@ type Limits struct {
 	// MinSendRate closes a response whose client takes its body more slowly than this
 	// (--min-send-rate); the zero Rate is off.
 	MinSendRate sendrate.Rate
+	// HashCacheMaxAge bounds the age of a listing's reused hash (--hash-cache-max-age).
+	HashCacheMaxAge time.Duration
 	// FetchMaxBytes is the most fetch-peer-file receives.
 	FetchMaxBytes int64
 	// ReadHeaderTimeout closes a connection on either listener whose request header is not

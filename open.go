@@ -98,7 +98,7 @@ func OpenLaunch(s config.Settings, getenv func(string) string, stderr io.Writer)
 		Network:     Network{PeerRoots: peerRoots, AllowedHosts: s.AllowedHosts, PeerProof: s.PeerProof, TLS: pair},
 		Limits: Limits{
 			Budgets: sizes, FetchMaxBytes: s.FetchMaxBytes.Int64(), ReadHeaderTimeout: s.ReadHeaderTimeout,
-			ShutdownGrace: shutdownGrace, SendTimeout: s.SendTimeout, MinSendRate: s.MinSendRate,
+			ShutdownGrace: shutdownGrace, SendTimeout: s.SendTimeout, MinSendRate: s.MinSendRate, HashCacheMaxAge: s.HashCacheMaxAge,
 		},
 		Log: log, Confine: confine,
 		Observability: Observability{OTelEndpoint: otelEndpoint},

@@ -259,8 +259,10 @@ func provideRedeemer(roots *x509.CertPool) *peerhttp.Redeemer {
 }
 
 func provideFiles(m manifest.Manifest, session application.Session, fs ports.ExportFS, reader *application.Reader,
-	clk ports.Clock, sink ports.TraceSink) *application.Files {
-	return application.NewFiles(application.FilesPlane(m), session, fs, reader, clk, sink)
+	clk ports.Clock, sink ports.TraceSink, lim Limits) *application.Files {
+	files := application.NewFiles(application.FilesPlane(m), session, fs, reader, clk, sink)
+	files.BoundHashAge(lim.HashCacheMaxAge)
+	return files
 }
 
 // provideProofs is how the peer plane proves possession, as --peer-proof says.
@@ -383,6 +385,7 @@ func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, ne
 		SessionID: id.SessionID, Containment: c.String(), Planes: m.Planes(),
 		Audience: network.Audience, URL: network.AdvertiseURL, Confinement: confined.String(),
 		PeerProof: proof.State(network.PeerProof, m.DeclaresPeerPlane()), TLS: network.TLS != nil,
+		ListingCache: application.ListingCacheMaxAge,
 	}
 	return control.NewAPI(status, tasks, share, fetch, rotate, logger)
 }

@@ -62,6 +62,8 @@ type ReadyLine struct {
 	PeerProof string `json:"peer_proof"`
 	// TLS is whether the resource listener serves TLS.
 	TLS bool `json:"tls"`
+	// ListingCache is the listing hash cache's mode: "lease" or "max-age".
+	ListingCache string `json:"listing_cache"`
 }
 
 // Run writes session_start (unless joining a session), serves the listeners, prints the ready
@@ -94,7 +96,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		Audience: l.Network.Audience, Control: l.Paths.ControlPath, Trace: l.Paths.TracePath, Workdir: l.Paths.Workdir,
 		Containment: l.Containment.String(), Confinement: s.confined.String(), Planes: planes, Tools: s.tools,
 		Metrics: metricsAddr, PeerProof: proof.State(l.Network.PeerProof, l.Manifest.DeclaresPeerPlane()),
-		TLS: l.Network.TLS != nil,
+		TLS: l.Network.TLS != nil, ListingCache: application.ListingCacheMaxAge,
 	})
 	if err != nil {
 		return err

@@ -93,7 +93,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	fanoutSink, cleanup7 := provideTraceFanout(file, identity, system, metrics, sink, logger)
-	files := provideFiles(manifest, session, fs, reader, system, fanoutSink)
+	files := provideFiles(manifest, session, fs, reader, system, fanoutSink, resplaneLimits)
 	random, cleanup8, err := provideInstanceKey(manifest)
 	if err != nil {
 		cleanup7()
@@ -224,7 +224,8 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	reader := application.NewReader(applicationBudgets, spool)
 	portsClock := p.Clock
 	traceSink := p.Trace
-	files := provideFiles(manifest, session, exportFS, reader, portsClock, traceSink)
+	resplaneLimits := l.Limits
+	files := provideFiles(manifest, session, exportFS, reader, portsClock, traceSink, resplaneLimits)
 	identity := l.Identity
 	instanceKey := p.Key
 	peerIssuer := provideIssuer(identity, instanceKey)
@@ -235,7 +236,6 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	prover := p.Prover
 	agentCard := provideAgentCard(manifest, identity, network, prover)
 	policy := provideHostPolicy(network)
-	resplaneLimits := l.Limits
 	resources := provideResources(files, redeem, agentCard, policy, resplaneLimits)
 	tasks := application.NewTasks(session)
 	cardFetcher := p.Cards

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/generation"
@@ -74,9 +75,15 @@ type Files struct {
 // spills or loses (docs/decisions/0140-a-listing-is-sent-like-a-body.md).
 const MaxListings = 2
 
+// BoundHashAge makes every listing recompute a file's sha256 no later than maxAge after it was
+// taken, whatever the file's stat says (hashCache.maxAge); zero or less leaves the age
+// unbounded. Call it before the first listing.
+func (s *Files) BoundHashAge(maxAge time.Duration) { s.hashes.maxAge = maxAge }
+
 // NewFiles returns the operator plane. plane is nil when the manifest declares no
 // exports.files; every request is then refused no_resource_plane (after the method check).
 // clock dates the hashes a listing takes, for the listing hash cache.
+
 func NewFiles(plane *ExportPlane, session Session, fs ports.ExportFS, reader *Reader, clock ports.Clock, sink ports.TraceSink) *Files {
 	return &Files{
 		plane: plane, session: session, fs: fs, reader: reader, clock: clock, trace: sink,

@@ -1,6 +1,8 @@
 package application
 
 import (
+	"encoding/binary"
+	"hash/fnv"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -16,6 +18,12 @@ import (
 // only times older than the window prove that nothing changed after the hash was taken
 // (docs/decisions/0083-the-listing-hash-cache-proved-by-a-stat.md).
 const RacyWindow = 2 * time.Second
+
+// ListingCacheMaxAge is the listing hash cache's mode as the ready line and GET /v1/status
+// report it ("listing_cache"): a cached hash is reused only while its stat proves the file
+// unchanged and for at most --hash-cache-max-age after it was taken (Files.BoundHashAge).
+// The service takes no read lease, so "lease" is never in force.
+const ListingCacheMaxAge = "max-age"
 
 // cachedHash is the sha256 one listing took of the file it listed under path, with what the
 // file's descriptor said when it was opened (times in Unix nanoseconds) and the moment the
@@ -39,10 +47,29 @@ type cachedHash struct {
 // the times as they were; the window makes sure no hash taken within that tick is ever
 // reused.
 func (c *cachedHash) provesUnchanged(st ports.FileStat) bool {
-	settled := c.hashedAt - int64(RacyWindow)
+	return c.sameStat(st) && c.mtime < c.hashedAt-int64(RacyWindow) && c.ctime < c.hashedAt-int64(RacyWindow)
+}
+
+// sameStat reports whether st is the stat c was taken with.
+func (c *cachedHash) sameStat(st ports.FileStat) bool {
 	return st.Device == c.device && st.Inode == c.inode && st.Size == c.size &&
-		st.ModTime.UnixNano() == c.mtime && st.ChangeTime.UnixNano() == c.ctime &&
-		c.mtime < settled && c.ctime < settled
+		st.ModTime.UnixNano() == c.mtime && st.ChangeTime.UnixNano() == c.ctime
+}
+
+// expiresAt is the moment (Unix nanoseconds) after which c is not reused whatever the file's
+// stat says, under a bound of maxAge: a write through a shared writable mapping that is
+// already dirty moves neither time, so the stat cannot prove such a file unchanged. The
+// bound is spread over its second half, by a number drawn from the file's path and inode,
+// so that files hashed by one listing are not all hashed again by the same later one
+// (docs/decisions/0132-hash-cache-max-age-60s-spread-over-its-second-half.md).
+func (c *cachedHash) expiresAt(maxAge time.Duration) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(c.path))
+	var inode [8]byte
+	binary.LittleEndian.PutUint64(inode[:], c.inode)
+	_, _ = h.Write(inode[:])
+	half := int64(maxAge / 2)
+	return c.hashedAt + half + int64(h.Sum64()%uint64(half+1))
 }
 
 // hashCache holds the hashes the latest complete listing took or reused, in the listing's
@@ -53,6 +80,9 @@ func (c *cachedHash) provesUnchanged(st ports.FileStat) bool {
 // never changed once stored.
 type hashCache struct {
 	latest atomic.Pointer[[]cachedHash]
+	// maxAge, when positive, bounds how long after it was taken a hash is reused
+	// (cachedHash.expiresAt).
+	maxAge time.Duration
 }
 
 // start begins one listing's use of the cache at moment, which must be no later than any open
@@ -93,6 +123,9 @@ func (w *hashWalk) reuse(path []byte, stat func() (ports.FileStat, bool)) (*cach
 		return nil, ports.FileStat{}, false
 	}
 	c := &w.earlier[w.next]
+	if w.cache.maxAge > 0 && w.moment > c.expiresAt(w.cache.maxAge) {
+		return nil, ports.FileStat{}, false
+	}
 	st, ok := stat()
 	if !ok || !c.provesUnchanged(st) {
 		return nil, ports.FileStat{}, false

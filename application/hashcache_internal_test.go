@@ -138,3 +138,46 @@ func TestAListingCopiesTheCacheOnlyWhenItDiffers(t *testing.T) {
 		})
 	}
 }
+
+// TestAHashIsReusedNoLongerThanTheMaxAgeAndExpiriesAreSpread pins hashCache.maxAge: a hash
+// whose stat still proves the file unchanged is not reused past its expiry, which lies in the
+// second half of the max age after the hash was taken, differently for different files; with
+// no max age the stat alone decides.
+func TestAHashIsReusedNoLongerThanTheMaxAgeAndExpiriesAreSpread(t *testing.T) {
+	const maxAge = time.Minute
+	hashedAt := time.Unix(100, 0)
+	expiries := map[int64]bool{}
+	for i := range uint64(200) {
+		c := cachedHash{path: "f" + string(rune('a'+i%26)) + string(rune('a'+i/26)), inode: i, hashedAt: hashedAt.UnixNano()}
+		at := c.expiresAt(maxAge)
+		if at < hashedAt.Add(maxAge/2).UnixNano() || at > hashedAt.Add(maxAge).UnixNano() {
+			t.Fatalf("%s expires %v after its hash, want within [%v, %v]", c.path, time.Duration(at-c.hashedAt), maxAge/2, maxAge)
+		}
+		expiries[at] = true
+	}
+	if len(expiries) < 150 {
+		t.Errorf("200 files share %d expiries: not spread", len(expiries))
+	}
+
+	for _, tc := range []struct {
+		rule   string
+		maxAge time.Duration
+		after  time.Duration
+		reused bool
+	}{
+		{"within half the max age the stat decides", maxAge, maxAge / 2, true},
+		{"past the max age the hash is taken again", maxAge, maxAge + time.Nanosecond, false},
+		{"without a max age the stat alone decides", 0, time.Hour, true},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			f := &cacheFixture{c: hashCache{maxAge: tc.maxAge}}
+			w := f.c.start(hashedAt)
+			w.took("a", stOf(7), 1, "aa")
+			w.finish()
+			_, _, ok := f.c.start(hashedAt.Add(tc.after)).reuse([]byte("a"), statOf(7))
+			if ok != tc.reused {
+				t.Fatalf("reused %v, want %v", ok, tc.reused)
+			}
+		})
+	}
+}

@@ -68,6 +68,8 @@ type Settings struct {
 	// MinSendRate closes a connection whose body, holding a reservation, is taken more slowly
 	// than this after its grace; default sendrate.Default, the zero Rate when off.
 	MinSendRate sendrate.Rate
+	// HashCacheMaxAge bounds how long a listing may reuse a file's cached sha256; default 60s.
+	HashCacheMaxAge time.Duration
 	// MetricsListen is the metrics listener's HOST:PORT; "" means no metrics listener.
 	MetricsListen string
 	// OTelEndpoint is the OTLP/HTTP base URL trace events are exported to as spans; "" leaves
@@ -112,7 +114,7 @@ planes and the agent card) and the control socket, prints one JSON ready line on
 serves until SIGINT or SIGTERM.`,
 		names: []string{"manifest", "workdir", "listen", "advertise-url", "containment", "after-task", "session-id",
 			"trace-parent", "trace", "control", "fetch-max-bytes", "peer-ca", "read-buffer-budget",
-			"read-header-timeout", "spool-dir", "spool-budget", "send-timeout", "min-send-rate", "metrics-listen", "otel-endpoint",
+			"read-header-timeout", "spool-dir", "spool-budget", "send-timeout", "min-send-rate", "hash-cache-max-age", "metrics-listen", "otel-endpoint",
 			"confine", "peer-proof", "tls-cert", "tls-key", "allowed-hosts", "log-level", "log-format"},
 		config: true,
 	},
@@ -189,6 +191,9 @@ var settings = []setting{
 	flag("min-send-rate", "RATE", sendrate.Default.String(), "",
 		"Close a connection whose client takes a body more slowly than RATE: SIZE/DURATION, at least SIZE bytes in every DURATION after the first (16Ki/s is 16 KiB every second), or off",
 		func(s *Settings, v string) (err error) { s.MinSendRate, err = sendrate.Parse(v); return err }),
+	flag("hash-cache-max-age", "DURATION", "60s", "",
+		"Recompute a listed file's sha256 at least this often, even when its stat says it is unchanged (a write through a shared mapping moves no time); each file's bound is spread over the second half of it",
+		func(s *Settings, v string) (err error) { s.HashCacheMaxAge, err = parseTimeout(v); return err }),
 	flag("metrics-listen", "HOST:PORT", "", "off",
 		"Serve Prometheus metrics at GET /metrics, and /healthz and /readyz, on this separate listener",
 		func(s *Settings, v string) error { return hostPort(&s.MetricsListen, v) }),

@@ -34,6 +34,8 @@ type Status struct {
 	PeerProof string
 	// TLS is whether the resource listener serves TLS.
 	TLS bool
+	// ListingCache is the listing hash cache's mode: "lease" or "max-age".
+	ListingCache string
 }
 
 // API is the control API's handler set.
@@ -117,21 +119,22 @@ func (a *API) getStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, statusBody{
 		SessionID: a.status.SessionID, Generation: a.tasks.Current(), Containment: a.status.Containment,
 		Confinement: a.status.Confinement, Planes: nonNil(a.status.Planes), Tools: a.Tools(), Audience: a.status.Audience, URL: a.status.URL,
-		PeerProof: a.status.PeerProof, TLS: a.status.TLS,
+		PeerProof: a.status.PeerProof, TLS: a.status.TLS, ListingCache: a.status.ListingCache,
 	})
 }
 
 type statusBody struct {
-	SessionID   string   `json:"session_id"`
-	Generation  uint64   `json:"generation"`
-	Containment string   `json:"containment"`
-	Confinement string   `json:"confinement"`
-	Planes      []string `json:"planes"`
-	Tools       []string `json:"tools"`
-	Audience    string   `json:"audience"`
-	URL         string   `json:"url"`
-	PeerProof   string   `json:"peer_proof"`
-	TLS         bool     `json:"tls"`
+	SessionID    string   `json:"session_id"`
+	Generation   uint64   `json:"generation"`
+	Containment  string   `json:"containment"`
+	Confinement  string   `json:"confinement"`
+	Planes       []string `json:"planes"`
+	Tools        []string `json:"tools"`
+	Audience     string   `json:"audience"`
+	URL          string   `json:"url"`
+	PeerProof    string   `json:"peer_proof"`
+	TLS          bool     `json:"tls"`
+	ListingCache string   `json:"listing_cache"`
 }
 
 func (a *API) terminal(c echo.Context) error {

@@ -42,9 +42,9 @@ func TestControlAPIAnswersByTheInterface(t *testing.T) {
 			t.Fatalf("status %d: %s", a.Status, a.Raw)
 		}
 		harness.RequireKeys(t, "status", a.Raw, "session_id", "generation", "containment", "confinement", "planes", "tools", "audience", "url",
-			"peer_proof", "tls")
+			"peer_proof", "tls", "listing_cache")
 		want := `{"session_id":"` + p.Ready.SessionID + `","generation":0,"containment":"sealed","confinement":"` + p.Ready.Confinement +
-			`","planes":["files"],"tools":[],"audience":"` + p.Ready.Audience + `","url":"` + p.Ready.URL + `","peer_proof":"none","tls":false}`
+			`","planes":["files"],"tools":[],"audience":"` + p.Ready.Audience + `","url":"` + p.Ready.URL + `","peer_proof":"none","tls":false,"listing_cache":"max-age"}`
 		if strings.TrimSpace(string(a.Raw)) != want {
 			t.Errorf("status\n got %s\nwant %s", a.Raw, want)
 		}

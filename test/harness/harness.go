@@ -96,6 +96,8 @@ type Ready struct {
 	PeerProof string `json:"peer_proof"`
 	// TLS is whether the resource listener serves TLS.
 	TLS bool `json:"tls"`
+	// ListingCache is the listing hash cache's mode: "lease" or "max-age".
+	ListingCache string `json:"listing_cache"`
 }
 
 // parseReady decodes a ready line, refusing a line that is not one JSON object with exactly

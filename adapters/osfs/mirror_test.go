@@ -207,7 +207,9 @@ func TestFilesDescendsAsDeepAsAServiceListsAndRefusesDeeperHoldingNoDescriptor(t
 			d, _ := open(t, fixture.Layout{"m/" + strings.Repeat("d/", tc.levels) + "x": "x"})
 			before := openDescriptors(t)
 			files, err := d.Files()
-			if after := openDescriptors(t); after != before {
+			// Fewer is not a failure: what an earlier test left closing in the background
+			// may close meanwhile.
+			if after := openDescriptors(t); after > before {
 				t.Errorf("the walk left %d descriptors open", after-before)
 			}
 			if tc.want != "" {

@@ -68,7 +68,7 @@ func TestDripReadersDoNotHoldTheListingTurns(t *testing.T) {
 func TestDripReadersAreClosedBelowTheMinimumRateAndReleaseTheSpool(t *testing.T) {
 	big := bbPattern(17 << 20) // above 16 MiB: spooled at once
 	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", "20Mi"),
-		Args:  []string{"--spool-budget", "36Mi", "--min-send-rate", "1Mi/1s"},
+		Args:  []string{"--spool-budget", "36Mi", "--min-send-rate", "512Ki/2s"},
 		Files: fixture.Layout{"out/big.bin": string(big)}})
 	addr := p.Ready.Listen
 	var drips []*harness.Dripper

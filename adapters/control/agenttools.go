@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/resplane/resplane/domain/refusal"
@@ -16,16 +17,16 @@ var _ ports.AgentTools = (*Client)(nil)
 func (c *Client) ListTools(ctx context.Context) ([]ports.ToolSpec, error) {
 	status, answer, err := c.Call(ctx, http.MethodGet, "/v1/tools", nil)
 	if err != nil {
-		return nil, unreachable(err)
+		return nil, unreachableTools(err)
 	}
 	if status != http.StatusOK {
-		return nil, refused(status, answer)
+		return nil, c.refused(status, answer)
 	}
 	var listed struct {
 		Tools *[]toolSpec `json:"tools"`
 	}
 	if err := json.Unmarshal(answer, &listed); err != nil || listed.Tools == nil {
-		return nil, unreadable(err)
+		return nil, c.unreadable(err)
 	}
 	specs := make([]ports.ToolSpec, 0, len(*listed.Tools))
 	for _, s := range *listed.Tools {
@@ -38,37 +39,46 @@ func (c *Client) ListTools(ctx context.Context) ([]ports.ToolSpec, error) {
 func (c *Client) CallTool(ctx context.Context, name string, input []byte) (ports.ToolResult, error) {
 	status, answer, err := c.Call(ctx, http.MethodPost, "/v1/tools/"+name, json.RawMessage(input))
 	if err != nil {
-		return ports.ToolResult{}, unreachable(err)
+		return ports.ToolResult{}, unreachableTools(err)
 	}
 	if status != http.StatusOK {
-		return ports.ToolResult{}, refused(status, answer)
+		return ports.ToolResult{}, c.refused(status, answer)
 	}
 	var result struct {
 		Data    json.RawMessage `json:"data"`
 		Summary string          `json:"summary"`
 	}
 	if err := json.Unmarshal(answer, &result); err != nil || len(bytes.TrimSpace(result.Data)) == 0 {
-		return ports.ToolResult{}, unreadable(err)
+		return ports.ToolResult{}, c.unreadable(err)
 	}
 	return ports.ToolResult{Data: result.Data, Summary: result.Summary}, nil
 }
 
 // refused turns a non-200 answer into the service's refusal; an answer that is not a
 // refusal body is unreadable.
-func refused(status int, answer []byte) error {
+func (c *Client) refused(status int, answer []byte) error {
 	var body errorBody
 	if err := json.Unmarshal(answer, &body); err != nil || body.Error == "" {
-		return unreadable(err)
+		return c.unreadable(err)
 	}
 	return refusal.WithMessage(refusal.Code(body.Error), body.Message)
 }
 
-func unreachable(err error) error {
+// unreachableTools is the refusal an MCP client sees when the control socket cannot be
+// reached; its cause (Client.unreachable's sentence, naming the socket and why) is for the
+// operator's stderr only.
+func unreachableTools(cause error) error {
 	return refusal.WithMessage(refusal.ServiceUnreachable,
-		"The service's control socket cannot be reached; is resplane serve still running?").Wrapping(err)
+		"The service's control socket cannot be reached; is resplane serve still running?").Wrapping(cause)
 }
 
-func unreadable(err error) error {
+// unreadable is the refusal for an answer that is not a tool answer; its cause names the
+// socket that gave it and, when there is one, why it could not be read.
+func (c *Client) unreadable(err error) error {
+	cause := fmt.Errorf("the control socket %s answered something that is not a tool answer", c.path)
+	if err != nil {
+		cause = fmt.Errorf("the control socket %s answered something that is not a tool answer (%w)", c.path, err)
+	}
 	return refusal.WithMessage(refusal.ServiceUnreachable,
-		"The control API answered something that is not a tool answer.").Wrapping(err)
+		"The control API answered something that is not a tool answer.").Wrapping(cause)
 }

@@ -100,3 +100,38 @@ func TestAnUnreachableSocketIsNamedWithItsCause(t *testing.T) {
 		t.Errorf("error %q shows the internal request URL", msg)
 	}
 }
+
+// TestAToolsFailureKeepsACauseNamingTheSocket pins what resplane mcp prints when it cannot
+// start (docs/mcp.md, "Tools"): the refusal's message is the fixed sentence an agent sees, and
+// its cause, for the operator's stderr only, names the socket and why it failed.
+func TestAToolsFailureKeepsACauseNamingTheSocket(t *testing.T) {
+	gone := filepath.Join(t.TempDir(), "gone.sock")
+	for _, tc := range []struct {
+		rule    string
+		sock    string
+		message string
+		says    string
+	}{
+		{"a socket nobody answers on names the dial error", gone,
+			"The service's control socket cannot be reached; is resplane serve still running?", "no such file or directory"},
+		{"an answer that is not JSON names the decode error", fakeControl(t, 200, `oops`, nil),
+			"The control API answered something that is not a tool answer.", "invalid character"},
+		{"an answer without a tool list says so", fakeControl(t, 200, `{}`, nil),
+			"The control API answered something that is not a tool answer.", "is not a tool answer"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			_, err := control.NewClient(tc.sock).ListTools(t.Context())
+			r, ok := refusal.As(err)
+			if !ok || r.Code != refusal.ServiceUnreachable || r.Message != tc.message {
+				t.Fatalf("ListTools = %v; want service_unreachable with %q", err, tc.message)
+			}
+			if strings.Contains(r.Message, tc.sock) {
+				t.Errorf("the agent's sentence %q names the socket", r.Message)
+			}
+			cause := r.Cause()
+			if cause == nil || !strings.Contains(cause.Error(), tc.sock) || !strings.Contains(cause.Error(), tc.says) {
+				t.Errorf("cause %v; want it to name %s and %q", cause, tc.sock, tc.says)
+			}
+		})
+	}
+}

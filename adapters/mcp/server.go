@@ -99,8 +99,7 @@ func (s *Server) build(ctx context.Context) (*sdk.Server, error) {
 	if s.cfg.Tools != nil {
 		specs, err := s.cfg.Tools.ListTools(ctx)
 		if err != nil {
-			r := refusal.From(err)
-			return nil, fmt.Errorf("reading the tool list: %s: %s", r.Code, r.Message)
+			return nil, fmt.Errorf("reading the tool list: %s", startFailure(err))
 		}
 		s.tools = []*sdk.Tool{}
 		for _, spec := range specs {
@@ -133,6 +132,17 @@ func (s *Server) callTool(name string) sdk.ToolHandler {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: result.Summary}},
 			StructuredContent: json.RawMessage(result.Data)}, nil
 	}
+}
+
+// startFailure is what stops mcp before it serves, for its one stderr line: the refusal's
+// cause when it has one (for the control socket, the sentence naming the socket and why it
+// failed), else the refusal's own code and sentence.
+func startFailure(err error) string {
+	r := refusal.From(err)
+	if cause := r.Cause(); cause != nil {
+		return cause.Error()
+	}
+	return string(r.Code) + ": " + r.Message
 }
 
 // logged returns err as a refusal, logging the cause the client will not see.

@@ -232,3 +232,41 @@ func TestControlSocketLifecycle(t *testing.T) {
 		}
 	})
 }
+
+// TestAClientOfAControlSocketNobodyServesSaysWhichSocketAndWhy pins docs/control-api.md,
+// "Client subcommands", and docs/mcp.md: every client of the control socket (status, task end, tool, mcp --control) that
+// cannot reach it exits 1 with one line on stderr naming the command, the socket path the user
+// gave and the cause, and never the internal http://control/… URL or a JSON log line.
+func TestAClientOfAControlSocketNobodyServesSaysWhichSocketAndWhy(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "nope.sock")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"status", []string{"status", "--control", sock}},
+		{"task end", []string{"task", "end", "--control", sock}},
+		{"tool share-file", []string{"tool", "share-file", "--control", sock, "--path", "a.txt", "--peer", "localhost:1"}},
+		{"mcp", []string{"mcp", "--control", sock}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := harness.RunCLI(t, nil, tc.args...)
+			if code != 1 || stdout != "" {
+				t.Fatalf("exit %d, stdout %q; want exit 1 and nothing on stdout (stderr %q)", code, stdout, stderr)
+			}
+			line := strings.TrimSuffix(stderr, "\n")
+			if strings.Contains(line, "\n") {
+				t.Fatalf("stderr is more than one line: %q", stderr)
+			}
+			for _, want := range []string{"resplane " + tc.name + ": ", sock, "no such file or directory", "resplane serve"} {
+				if !strings.Contains(line, want) {
+					t.Errorf("stderr %q does not name %q", line, want)
+				}
+			}
+			for _, banned := range []string{"http://control", "{"} {
+				if strings.Contains(line, banned) {
+					t.Errorf("stderr %q holds %q", line, banned)
+				}
+			}
+		})
+	}
+}

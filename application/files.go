@@ -83,7 +83,6 @@ func (s *Files) BoundHashAge(maxAge time.Duration) { s.hashes.maxAge = maxAge }
 // NewFiles returns the operator plane. plane is nil when the manifest declares no
 // exports.files; every request is then refused no_resource_plane (after the method check).
 // clock dates the hashes a listing takes, for the listing hash cache.
-
 func NewFiles(plane *ExportPlane, session Session, fs ports.ExportFS, reader *Reader, clock ports.Clock, sink ports.TraceSink) *Files {
 	return &Files{
 		plane: plane, session: session, fs: fs, reader: reader, clock: clock, trace: sink,

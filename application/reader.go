@@ -350,8 +350,9 @@ func (r *Reader) readSpooled(ctx context.Context, f ports.File, want, maxBytes i
 	return &Body{Size: n, SHA256: sum, ModTime: f.ModTime(), content: snap.Content(), release: release}, nil
 }
 
-// snapshot reserves n bytes from the spool budget (the client of ctx's share), waiting for room until ctx ends, and
-// creates an empty snapshot; release closes it and gives the n bytes back.
+// snapshot reserves n bytes from the spool budget (the client of ctx's share), waiting for
+// room until ctx ends, and creates an empty snapshot; release closes it and gives the n bytes
+// back.
 func (r *Reader) snapshot(ctx context.Context, n int64) (snap ports.Snapshot, release func(), err error) {
 	spool := r.spoolFor(ctx)
 	if err := spool.Reserve(ctx, n); err != nil {

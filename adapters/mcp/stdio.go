@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,7 +18,8 @@ const maxLine = sdk.DefaultMaxLineLength
 // The JSON-RPC 2.0 error answers for a line the SDK would otherwise end the session on.
 var (
 	parseError = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON"}}` + "\n")
-	tooLong    = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is longer than 16 MiB"}}` + "\n")
+	tooLong    = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is longer than ` +
+		strconv.Itoa(maxLine>>20) + ` MiB"}}` + "\n")
 )
 
 // stdioTransport is the SDK's IOTransport over in and out, with a line filter in front of it:

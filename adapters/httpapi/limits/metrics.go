@@ -21,6 +21,10 @@ const (
 	metricsWriteTimeout = 30 * time.Second
 	// metricsMaxHeaderBlock bounds a request's line and header block on the metrics listener.
 	metricsMaxHeaderBlock = 8 << 10
+	// metricsEvictAfter is how long a new connection has to get its request into the handler
+	// before it may lose its slot: far longer than a probe takes, far shorter than the header
+	// timeout, so a flood of reconnects cannot close a probe between accept and answer.
+	metricsEvictAfter = 250 * time.Millisecond
 )
 
 // MetricsOptions are the metrics listener's: a 2 s header timeout (MetricsReadHeaderTimeout,
@@ -38,7 +42,8 @@ func MetricsOptions() Options {
 // connection counts as answering while its request is in srv's handler. When every slot is
 // taken, a new connection is not left waiting: the connection that was accepted first among
 // those not answering (one sending its header slowly, or idle between requests) is closed to
-// make room. Only when all of them are answering does Accept wait for one to finish.
+// make room, once it has been open metricsEvictAfter. Until one has, or when all of them are
+// answering, Accept waits for a slot to free.
 func ListenMetrics(srv *http.Server, l net.Listener) net.Listener {
 	el := &evictingListener{Listener: l, max: MetricsMaxConns, freed: make(chan struct{}, 1), done: make(chan struct{})}
 	prev := srv.ConnContext
@@ -82,20 +87,21 @@ type evictableConn struct {
 	net.Conn
 	l         *evictingListener
 	answering int // requests of it in the handler; under l.mu
+	accepted  time.Time
 	once      sync.Once
 }
 
 // Accept takes the next connection and gives it a slot: a free one, else one taken from the
-// oldest connection that is not answering (closed), else, when every connection is answering,
-// the first to be given back.
+// oldest connection that is not answering (closed) once it has been open metricsEvictAfter,
+// else the first to be given back.
 func (l *evictingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	ec := &evictableConn{Conn: c, l: l}
+	ec := &evictableConn{Conn: c, l: l, accepted: time.Now()}
 	for {
-		admitted, victim := l.admit(ec)
+		admitted, victim, wait := l.admit(ec)
 		if admitted {
 			return ec, nil
 		}
@@ -103,31 +109,51 @@ func (l *evictingListener) Accept() (net.Conn, error) {
 			_ = victim.Conn.Close()
 			continue
 		}
-		select {
-		case <-l.freed:
-		case <-l.done:
+		if !l.waitForSlot(wait) {
 			_ = c.Close()
 			return nil, net.ErrClosed
 		}
 	}
 }
 
+// waitForSlot waits for a slot to free, or for wait (when positive) to pass; false when the
+// listener was closed meanwhile.
+func (l *evictingListener) waitForSlot(wait time.Duration) bool {
+	var ripe <-chan time.Time
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		ripe = timer.C
+	}
+	select {
+	case <-l.freed:
+	case <-ripe:
+	case <-l.done:
+		return false
+	}
+	return true
+}
+
 // admit gives ec a slot when one is free; otherwise it takes the oldest connection that is
-// not answering out of the open ones and returns it, for the caller to close.
-func (l *evictingListener) admit(ec *evictableConn) (bool, *evictableConn) {
+// not answering out of the open ones and returns it, for the caller to close. When that
+// connection is younger than metricsEvictAfter, it returns how long until it is not.
+func (l *evictingListener) admit(ec *evictableConn) (bool, *evictableConn, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.open) < l.max {
 		l.open = append(l.open, ec)
-		return true, nil
+		return true, nil, 0
 	}
 	for i, c := range l.open {
 		if c.answering == 0 {
+			if young := metricsEvictAfter - time.Since(c.accepted); young > 0 {
+				return false, nil, young
+			}
 			l.open = slices.Delete(l.open, i, i+1)
-			return false, c
+			return false, c, 0
 		}
 	}
-	return false, nil
+	return false, nil, 0
 }
 
 // answering counts a request of ec into (+1) or out of (-1) the handler.

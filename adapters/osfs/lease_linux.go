@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -23,11 +25,15 @@ import (
 // file (docs/decisions/0175-the-listing-hash-cache-holds-read-leases.md).
 //
 // The kernel breaks a read lease when anyone opens the file for writing or truncates it: it
-// signals the process (SIGIO) and makes the writer's open wait until the lease is given up,
-// for at most /proc/sys/fs/lease-break-time (45 s by default). Leases receives SIGIO, and at
-// each signal asks every lease it holds whether it is still unbroken (F_GETLEASE) and closes
-// the descriptor of every one that is not: the writer's open goes on at once (measured in
-// docs/operator-guide.md, "Listing cost").
+// signals the lease's owner and makes the writer's open wait until the lease is given up, for
+// at most /proc/sys/fs/lease-break-time (45 s by default). Each lease's owner is a thread of
+// Leases' own (F_SETOWN_EX), and its signal a real-time one that carries the descriptor
+// (F_SETSIG), which that thread, blocking it, reads through a signalfd: it gives up exactly
+// the broken lease, whatever the number held, and the writer's open goes on (measured in
+// docs/operator-guide.md, "Listing cost"). Should the signal reach the process another way
+// (the kernel's signal queue full, when it sends SIGIO instead; a break in the instant before
+// the owner is set), Leases asks every lease it holds whether it is still unbroken
+// (F_GETLEASE).
 //
 // What it guarantees:
 //
@@ -47,8 +53,8 @@ import (
 // What it does not guarantee:
 //
 //   - A writer's open for writing of a leased file waits for Leases to handle the signal:
-//     a few hundred microseconds while the process runs, but up to lease-break-time when the
-//     process is stopped (SIGSTOP, a frozen cgroup) or starved. An open for writing with
+//     a fraction of a millisecond while the process runs, but up to lease-break-time when
+//     the process is stopped (SIGSTOP, a frozen cgroup) or starved. An open for writing with
 //     O_NONBLOCK fails with EWOULDBLOCK (EAGAIN) instead of waiting, and breaks the lease.
 //   - A lease proves nothing about a file changed without an open through this kernel: a
 //     network or FUSE filesystem changed by its server, or the block device written
@@ -56,18 +62,25 @@ import (
 //     it is trusted.
 //   - A lease needs the file to be the process's own (its owner is the effective uid) or
 //     CAP_LEASE; any other file is refused.
-//   - SIGIO is the process's: nothing else in it may rely on SIGIO's default disposition.
+//   - SIGIO and signal 40 (leaseSignal) are the process's: nothing else in it may use them.
 //
 // Leases is safe for concurrent use.
 type Leases struct {
 	mu    sync.Mutex
-	held  map[*lease]struct{}
+	held  map[int]*lease // by descriptor
 	limit int
 
-	signals chan os.Signal
+	// tid is the thread the leases signal; it reads breaks until stop is closed.
+	tid     int
+	signals chan os.Signal // SIGIO and leaseSignal sent to the process
 	stop    chan struct{}
-	done    chan struct{}
+	done    sync.WaitGroup
+	closing sync.Once
 }
+
+// leaseSignal is the real-time signal a broken lease sends to Leases' thread; SIGRTMIN is 34
+// under Go, which leaves every signal from there to 64 to os/signal and to the process.
+const leaseSignal = unix.Signal(40)
 
 var _ ports.ReadLeases = (*Leases)(nil)
 
@@ -96,11 +109,12 @@ func LeaseLimit() int {
 // export's files here.
 var ErrLeasesUnavailable = errors.New("read leases are not available")
 
-// OpenLeases starts handling SIGIO and returns the leases of fs's files, or an error wrapping
-// ErrLeasesUnavailable that says why the service cannot take them: the kernel refuses a read
-// lease on a file the service makes in session (leases disabled in /proc/sys/fs/leases-enable,
-// or a filesystem without them), or the process neither owns the workdir nor has CAP_LEASE, so
-// that it could not lease the files an agent writes there. The caller must Close it.
+// OpenLeases starts Leases' thread and its handling of signals and returns the leases of fs's
+// files, or an error wrapping ErrLeasesUnavailable that says why the service cannot take
+// them: the kernel refuses a read lease on a file the service makes in session (leases
+// disabled in /proc/sys/fs/leases-enable, or a filesystem without them), or the process
+// neither owns the workdir nor has CAP_LEASE, so that it could not lease the files an agent
+// writes there. The caller must Close it.
 func OpenLeases(fs *FS, session *SessionDir, opts LeaseOptions) (*Leases, error) {
 	if err := canLeaseIn(fs.wd.fd); err != nil {
 		return nil, err
@@ -115,10 +129,16 @@ func OpenLeases(fs *FS, session *SessionDir, opts LeaseOptions) (*Leases, error)
 		opts.SweepEvery = time.Minute
 	}
 	l := &Leases{
-		held: map[*lease]struct{}{}, limit: opts.Limit,
-		signals: make(chan os.Signal, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		held: map[int]*lease{}, limit: opts.Limit,
+		signals: make(chan os.Signal, 1), stop: make(chan struct{}),
 	}
-	signal.Notify(l.signals, syscall.SIGIO)
+	tid := make(chan error, 1)
+	l.done.Add(2)
+	go l.catchBreaks(tid)
+	if err := <-tid; err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrLeasesUnavailable, err)
+	}
+	signal.Notify(l.signals, syscall.SIGIO, leaseSignal)
 	go l.serve(opts.SweepEvery)
 	return l, nil
 }
@@ -146,9 +166,11 @@ func canLeaseIn(wd int) error {
 		ErrLeasesUnavailable, st.Uid, unix.Geteuid())
 }
 
-// probeLease takes and gives up a read lease on a file it makes in dir and removes.
+// probeLease takes and gives up a read lease on a file it makes in dir, the session's own
+// directory, and removes; one an earlier process of the same pid left there is removed first.
 func probeLease(dir int) error {
 	name := ".lease-probe-" + strconv.Itoa(os.Getpid())
+	unlinkAt(dir, name)
 	fd, err := eintr.Retry(func() (int, error) {
 		return unix.Openat(dir, name, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
 	})
@@ -186,6 +208,10 @@ func (l *Leases) Lease(f ports.File) (ports.Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("osfs: duplicating a descriptor to lease: %w", err)
 	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETSIG, int(leaseSignal)); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("osfs: the signal of a read lease: %w", err)
+	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_RDLCK); err != nil {
 		unix.Close(fd)
 		if errors.Is(err, unix.EAGAIN) {
@@ -193,9 +219,80 @@ func (l *Leases) Lease(f ports.File) (ports.Lease, error) {
 		}
 		return nil, fmt.Errorf("osfs: a read lease: %w", err)
 	}
+	// F_SETLEASE made the process the owner; a break before this reaches the process, and
+	// serve then checks every lease.
+	if err := setOwnerThread(fd, l.tid); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("osfs: the owner of a read lease: %w", err)
+	}
 	x := &lease{owner: l, fd: fd}
-	l.held[x] = struct{}{}
+	l.held[fd] = x
 	return x, nil
+}
+
+// fOwnerEx is struct f_owner_ex; ownerTID is F_OWNER_TID.
+type fOwnerEx struct{ typ, pid int32 }
+
+const ownerTID = 0
+
+// setOwnerThread makes thread tid the owner of the open file description of fd: the one
+// its signals go to (F_SETOWN_EX, F_OWNER_TID).
+func setOwnerThread(fd, tid int) error {
+	owner := fOwnerEx{typ: ownerTID, pid: int32(tid)}
+	if _, _, errno := unix.Syscall(unix.SYS_FCNTL, uintptr(fd), unix.F_SETOWN_EX, uintptr(unsafe.Pointer(&owner))); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// catchBreaks is the thread leases signal: locked to its goroutine and never unlocked, so
+// that it ends with it, it blocks leaseSignal and reads each one from a signalfd, giving up
+// the lease whose descriptor the signal names, until stop is closed (Close wakes it with a
+// leaseSignal of its own). It reports on started whether it runs.
+func (l *Leases) catchBreaks(started chan<- error) {
+	defer l.done.Done()
+	runtime.LockOSThread()
+	var set unix.Sigset_t
+	set.Val[(leaseSignal-1)/64] |= 1 << ((leaseSignal - 1) % 64)
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
+		started <- fmt.Errorf("blocking signal %d: %w", leaseSignal, err)
+		return
+	}
+	sfd, err := unix.Signalfd(-1, &set, unix.SFD_CLOEXEC)
+	if err != nil {
+		started <- fmt.Errorf("a signalfd: %w", err)
+		return
+	}
+	defer unix.Close(sfd)
+	l.tid = unix.Gettid()
+	started <- nil
+	var infos [16]unix.SignalfdSiginfo
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&infos[0])), unsafe.Sizeof(infos))
+	for {
+		n, err := eintr.Retry(func() (int, error) { return unix.Read(sfd, buf) })
+		if err != nil {
+			return // a signalfd read fails only when the descriptor is bad
+		}
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		for _, info := range infos[:n/int(unsafe.Sizeof(infos[0]))] {
+			l.giveUpFD(int(info.Fd))
+		}
+	}
+}
+
+// giveUpFD gives up the lease held by fd if it is broken. The signal that named fd may be
+// older than the lease fd holds now; that lease is then unbroken, and kept.
+func (l *Leases) giveUpFD(fd int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if x, ok := l.held[fd]; ok && x.broken() {
+		delete(l.held, fd)
+		x.close()
+	}
 }
 
 // Count is how many leases are held now.
@@ -205,10 +302,10 @@ func (l *Leases) Count() int {
 	return len(l.held)
 }
 
-// serve gives up broken leases at each SIGIO, and those of nameless files every sweepEvery,
-// until Close.
+// serve checks every lease at each SIGIO or leaseSignal that reaches the process rather than
+// Leases' thread, and gives up those of nameless files every sweepEvery, until Close.
 func (l *Leases) serve(sweepEvery time.Duration) {
-	defer close(l.done)
+	defer l.done.Done()
 	sweep := time.NewTicker(sweepEvery)
 	defer sweep.Stop()
 	for {
@@ -227,20 +324,24 @@ func (l *Leases) serve(sweepEvery time.Duration) {
 func (l *Leases) giveUp(drop func(*lease) bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for x := range l.held {
+	for fd, x := range l.held {
 		if drop(x) {
-			delete(l.held, x)
+			delete(l.held, fd)
 			x.close()
 		}
 	}
 }
 
-// Close stops handling SIGIO and gives up every lease.
+// Close stops Leases' thread and its handling of signals, and gives up every lease; calls
+// after the first do nothing.
 func (l *Leases) Close() error {
-	signal.Stop(l.signals)
-	close(l.stop)
-	<-l.done
-	l.giveUp(func(*lease) bool { return true })
+	l.closing.Do(func() {
+		signal.Stop(l.signals)
+		close(l.stop)
+		_ = unix.Tgkill(os.Getpid(), l.tid, leaseSignal) // wakes catchBreaks
+		l.done.Wait()
+		l.giveUp(func(*lease) bool { return true })
+	})
 	return nil
 }
 
@@ -266,7 +367,12 @@ func (x *lease) Held() bool {
 func (x *lease) Release() {
 	x.owner.mu.Lock()
 	defer x.owner.mu.Unlock()
-	delete(x.owner.held, x)
+	x.mu.Lock()
+	fd := x.fd
+	x.mu.Unlock()
+	if fd >= 0 && x.owner.held[fd] == x {
+		delete(x.owner.held, fd)
+	}
 	x.close()
 }
 

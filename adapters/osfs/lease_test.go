@@ -18,7 +18,7 @@ import (
 )
 
 // leaseWorld is a workdir holding layout, its FS and its Leases.
-func leaseWorld(t *testing.T, layout fixture.Layout, opts osfs.LeaseOptions) (wd string, fs *osfs.FS, leases *osfs.Leases) {
+func leaseWorld(t testing.TB, layout fixture.Layout, opts osfs.LeaseOptions) (wd string, fs *osfs.FS, leases *osfs.Leases) {
 	t.Helper()
 	wd, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -57,7 +57,7 @@ func TestReadLeasesContract(t *testing.T) {
 }
 
 // openIn opens path beneath the workdir the way a listing does.
-func openIn(t *testing.T, fs *osfs.FS, path string) ports.File {
+func openIn(t testing.TB, fs *osfs.FS, path string) ports.File {
 	t.Helper()
 	rel, err := pathpolicy.Parse(path)
 	if err != nil {
@@ -71,7 +71,7 @@ func openIn(t *testing.T, fs *osfs.FS, path string) ports.File {
 }
 
 // leaseOf takes a lease of path, closing the file it was taken through.
-func leaseOf(t *testing.T, fs *osfs.FS, leases *osfs.Leases, path string) (ports.Lease, error) {
+func leaseOf(t testing.TB, fs *osfs.FS, leases *osfs.Leases, path string) (ports.Lease, error) {
 	t.Helper()
 	f := openIn(t, fs, path)
 	defer f.Close()
@@ -157,4 +157,40 @@ func TestANonBlockingOpenForWritingOfALeasedFileFailsAndBreaksTheLease(t *testin
 		t.Fatalf("once the lease is given up, a non-blocking open for writing: %v", err)
 	}
 	unix.Close(fd)
+}
+
+// TestABreakThatReachesTheProcessIsHandledToo pins osfs.Leases's fallback: a break whose
+// signal reaches the process rather than Leases' own thread (the kernel's signal queue was
+// full, or the break came before the thread was made the owner) still gives the broken lease
+// up, and only it, so that the writer's open goes on.
+func TestABreakThatReachesTheProcessIsHandledToo(t *testing.T) {
+	wd, fs, leases := leaseWorld(t, fixture.Layout{"broken": "bytes", "kept": "bytes"}, osfs.LeaseOptions{})
+	broken, err := leaseOf(t, fs, leases, "broken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := leaseOf(t, fs, leases, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	osfs.OwnLeasesByTheProcess(leases)
+	opened := make(chan error, 1)
+	go func() {
+		f, err := os.OpenFile(filepath.Join(wd, "broken"), os.O_WRONLY, 0)
+		if err == nil {
+			f.Close()
+		}
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an open for writing still waits 5 s after a break that signalled the process")
+	}
+	if broken.Held() || !kept.Held() {
+		t.Fatalf("held: the broken lease %v (want false), the other %v (want true)", broken.Held(), kept.Held())
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -147,4 +148,35 @@ func TestAWriteThroughADirtyMappingIsListedAtOnceUnderLeases(t *testing.T) {
 	listedAsOnDisk("after a first write through a mapping made after the first listing")
 	mappedLate[1] = 'c' // through the dirty page: no time moves
 	listedAsOnDisk("after a write through the dirty page of that mapping")
+}
+
+// TestAServiceThatCannotLeaseTheAgentsFilesSaysMaxAgeAndWhy pins docs/operator-guide.md,
+// "Listing cost": a service that neither owns the workdir nor has CAP_LEASE could not lease
+// the files an agent writes there, so it takes no leases, says "listing_cache": "max-age"
+// in the ready line and GET /v1/status, and logs why once, naming no path.
+func TestAServiceThatCannotLeaseTheAgentsFilesSaysMaxAgeAndWhy(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test gives the workdir to another user and drops CAP_LEASE: it needs root, as CI runs it")
+	}
+	// The wrapper hands the workdir (the argument after --workdir) to nobody, then runs the
+	// server without CAP_LEASE in any set.
+	wrapper := []string{"sh", "-c", `wd=$(printf '%s\n' "$@" | sed -n '/^--workdir$/{n;p;}') && chown 65534 "$wd" &&
+		exec setpriv --inh-caps -lease --bounding-set -lease -- "$@"`, "sh"}
+	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""),
+		Files: fixture.Layout{"out/a.txt": "A"}, Wrapper: wrapper})
+	if p.Ready.ListingCache != "max-age" {
+		t.Fatalf("the ready line's listing_cache is %q, want max-age", p.Ready.ListingCache)
+	}
+	p.WaitForStderr(t, "the listing hash cache takes no read leases")
+	p.WaitForStderr(t, "without CAP_LEASE")
+	if strings.Contains(p.Stderr(), p.Workdir) {
+		t.Errorf("the log names the workdir's path:\n%s", p.Stderr())
+	}
+	a := harness.Control(t, p.Ready.Control, "GET", "/v1/status", nil)
+	if !strings.Contains(string(a.Raw), `"listing_cache":"max-age"`) {
+		t.Errorf("GET /v1/status says %s, want listing_cache max-age", a.Raw)
+	}
+	if got := bbListedSHA(t, p.Ready.Listen, "a.txt"); got != bbOnDisk(t, filepath.Join(p.Workdir, "out/a.txt")) {
+		t.Errorf("the listing says %s for a.txt", got)
+	}
 }

@@ -73,10 +73,11 @@ func (l *heldLease) drop() {
 	}
 }
 
-// reusable reports whether c may be listed again by a listing that starts at moment, for
-// a file whose stat is st: its stat proves the file unchanged (provesUnchanged), and either
-// its lease is still unbroken, or it has no lease and its age bound (maxAge, when positive)
-// has not passed. The stat is asked for only when the age allows reuse.
+// reusable reports whether c may be listed again by a listing that starts at moment, and
+// the file's stat: the stat proves the file unchanged (provesUnchanged), and either c's lease
+// is still unbroken, or c has no lease and its age bound (maxAge, when positive) has not
+// passed. stat is called only when the age allows reuse, and the lease asked only when the
+// stat does.
 func (c *cachedHash) reusable(moment int64, maxAge time.Duration, stat func() (ports.FileStat, bool)) (ports.FileStat, bool) {
 	if c.lease == nil && maxAge > 0 && moment > c.expiresAt(maxAge) {
 		return ports.FileStat{}, false

@@ -48,10 +48,14 @@ import (
 //   - At most Limit leases are held at once; beyond that Lease refuses, and the file is
 //     treated as one that cannot be leased.
 //   - Every SweepEvery, a lease whose file no longer has a name (fstat: no link left) is
-//     given up, so a held descriptor pins a deleted file's blocks for at most that long.
+//     given up.
 //
 // What it does not guarantee:
 //
+//   - A held descriptor pins its file's blocks: a leased file that is deleted keeps its
+//     space until its lease is released (by the next listing, which no longer lists it) or
+//     given up by the sweep, up to SweepEvery later; each lease also holds one of the
+//     process's descriptors and a little kernel memory.
 //   - A writer's open for writing of a leased file waits for Leases to handle the signal:
 //     a fraction of a millisecond while the process runs, but up to lease-break-time when
 //     the process is stopped (SIGSTOP, a frozen cgroup) or starved. An open for writing with

@@ -165,3 +165,70 @@ func TestALeaseIsReleasedOnceNoStoredGenerationListsIt(t *testing.T) {
 		}
 	})
 }
+
+// countingLeases hands out a new fakeLease at each Lease and remembers them all.
+type countingLeases struct {
+	mu  sync.Mutex
+	all []*fakeLease
+}
+
+func (c *countingLeases) Lease(ports.File) (ports.Lease, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := &fakeLease{}
+	c.all = append(c.all, l)
+	return l, nil
+}
+
+// TestConcurrentListingsReleaseEveryLeaseOnceAndNoneStillListed pins hashCache's leases under
+// listings running at once, each reusing, re-hashing and dropping files of the generation it
+// read while others store theirs: once they are done, every lease the stored generation lists
+// is held and unreleased, and every other one was released exactly once.
+func TestConcurrentListingsReleaseEveryLeaseOnceAndNoneStillListed(t *testing.T) {
+	leases := &countingLeases{}
+	c := &hashCache{leases: leases}
+	paths := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	var wg sync.WaitGroup
+	for worker := range 4 {
+		wg.Go(func() {
+			for round := range 200 {
+				w := c.start(time.Unix(1000+int64(round), 0))
+				for i, p := range paths {
+					if (i+round+worker)%5 == 0 {
+						continue // gone from this listing
+					}
+					inode := uint64(i + 1)
+					if (i*7+round+worker)%3 != 0 {
+						if _, _, ok := w.reuse([]byte(p), statOf(inode)); ok {
+							continue
+						}
+					}
+					held, _ := w.lease(nil)
+					w.took(p, stOf(inode), 1, p, held)
+				}
+				if round%17 == 0 {
+					w.abandon()
+				} else {
+					w.finish()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	listed := map[*fakeLease]bool{}
+	for _, e := range c.stored() {
+		listed[e.lease.Lease.(*fakeLease)] = true
+	}
+	for i, l := range leases.all {
+		want := 1
+		if listed[l] {
+			want = 0
+		}
+		if got := l.released(); got != want {
+			t.Errorf("lease %d (listed by the stored generation: %v) was released %d times, want %d", i, listed[l], got, want)
+		}
+	}
+	if len(leases.all) < 100 {
+		t.Fatalf("only %d leases were taken: the listings did not exercise the cache", len(leases.all))
+	}
+}

@@ -25,6 +25,9 @@ type HandlerPorts struct {
 	Redeemer ports.PeerRedeemer
 	Inbox    ports.PeerInbox
 	Prover   ports.Prover
+	// Leases, when set, is what the listing hash cache takes read leases through; nil leaves
+	// it in max-age mode.
+	Leases ports.ReadLeases
 }
 
 // Handlers are the two inbound edges of a service: the resource listener's routes and the

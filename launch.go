@@ -104,6 +104,9 @@ type Limits struct {
 	MinSendRate sendrate.Rate
 	// HashCacheMaxAge bounds the age of a listing's reused hash (--hash-cache-max-age).
 	HashCacheMaxAge time.Duration
+	// ListingCache is --listing-cache: "auto" takes read leases where the service can,
+	// "max-age" never does.
+	ListingCache string
 	// FetchMaxBytes is the most fetch-peer-file receives.
 	FetchMaxBytes int64
 	// ReadHeaderTimeout closes a connection on either listener whose request header is not

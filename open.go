@@ -99,6 +99,7 @@ func OpenLaunch(s config.Settings, getenv func(string) string, stderr io.Writer)
 		Limits: Limits{
 			Budgets: sizes, FetchMaxBytes: s.FetchMaxBytes.Int64(), ReadHeaderTimeout: s.ReadHeaderTimeout,
 			ShutdownGrace: shutdownGrace, SendTimeout: s.SendTimeout, MinSendRate: s.MinSendRate, HashCacheMaxAge: s.HashCacheMaxAge,
+			ListingCache: s.ListingCache,
 		},
 		Log: log, Confine: confine,
 		Observability: Observability{OTelEndpoint: otelEndpoint},

@@ -258,11 +258,32 @@ func provideRedeemer(roots *x509.CertPool) *peerhttp.Redeemer {
 	return peerhttp.NewRedeemer(peerhttp.RedeemOptions{Roots: roots})
 }
 
+// provideFiles is the operator plane; its listing hash cache takes read leases when leases is
+// not nil (provideListingLeases).
 func provideFiles(m manifest.Manifest, session application.Session, fs ports.ExportFS, reader *application.Reader,
-	clk ports.Clock, sink ports.TraceSink, lim Limits) *application.Files {
+	clk ports.Clock, sink ports.TraceSink, lim Limits, leases ports.ReadLeases) *application.Files {
 	files := application.NewFiles(application.FilesPlane(m), session, fs, reader, clk, sink)
 	files.BoundHashAge(lim.HashCacheMaxAge)
+	if leases != nil {
+		files.LeaseHashes(leases)
+	}
 	return files
+}
+
+// provideListingLeases is the read leases the listing hash cache takes under --listing-cache
+// auto (docs/operator-guide.md, "Listing cost"): nil under max-age, and where the service
+// cannot take leases on the workdir's files, which it logs once with the reason. Leases of
+// files deleted since they were listed are given up every --hash-cache-max-age.
+func provideListingLeases(lim Limits, fs *osfs.FS, session *osfs.SessionDir, logger zerolog.Logger) (ports.ReadLeases, func(), error) {
+	if lim.ListingCache == application.ListingCacheMaxAge {
+		return nil, func() {}, nil
+	}
+	leases, err := osfs.OpenLeases(fs, session, osfs.LeaseOptions{SweepEvery: lim.HashCacheMaxAge})
+	if err != nil {
+		logger.Info().Err(err).Msg("the listing hash cache takes no read leases: a cached hash is reused at most --hash-cache-max-age after it was taken")
+		return nil, func() {}, nil
+	}
+	return leases, func() { _ = leases.Close() }, nil
 }
 
 // provideProofs is how the peer plane proves possession, as --peer-proof says.
@@ -380,12 +401,12 @@ func provideResourceServer(lim Limits, logger zerolog.Logger, resources *httpapi
 
 func provideControlAPI(m manifest.Manifest, id Identity, c containment.Class, network Network, tasks *application.Tasks,
 	share *application.ShareFile, fetch *application.FetchPeerFile, rotate *application.RotateKey, logger zerolog.Logger,
-	confined landlock.Result) *control.API {
+	confined landlock.Result, files *application.Files) *control.API {
 	status := control.Status{
 		SessionID: id.SessionID, Containment: c.String(), Planes: m.Planes(),
 		Audience: network.Audience, URL: network.AdvertiseURL, Confinement: confined.String(),
 		PeerProof: proof.State(network.PeerProof, m.DeclaresPeerPlane()), TLS: network.TLS != nil,
-		ListingCache: application.ListingCacheMaxAge,
+		ListingCache: files.ListingCache(),
 	}
 	return control.NewAPI(status, tasks, share, fetch, rotate, logger)
 }
@@ -399,6 +420,7 @@ type openAtStart struct {
 	Session sessionFiles
 	Trace   *jsonl.File
 	Spool   ports.Spool
+	Leases  ports.ReadLeases // its probe makes and removes a file in the session directory
 }
 
 // provideConfinement confines the process (docs/operator-guide.md, "Confinement") once
@@ -438,10 +460,10 @@ func provideControlServer(lim Limits, logger zerolog.Logger, api *control.API, r
 // session_start.
 func provideService(l Launch, w workdir, resource resourceServer, resourceLn resourceListener, ctl controlServer, files sessionFiles,
 	requests *limits.Inflight, sink *fanout.Sink, session application.Session, tools []string, confined landlock.Result,
-	metrics metricsServer, ready *readiness) *Service {
+	metrics metricsServer, ready *readiness, plane *application.Files) *Service {
 	return &Service{
 		launch: l, workdirCreated: w.created, resource: resource.Server, resourceLn: resourceLn.Listener, control: ctl.Server, ctlLn: files.control,
 		requests: requests, trace: sink, session: session, tools: tools, log: l.Log, confined: confined,
-		metrics: metrics, ready: ready,
+		metrics: metrics, ready: ready, listingCache: plane.ListingCache(),
 	}
 }

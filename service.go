@@ -40,6 +40,7 @@ type Service struct {
 	confined       landlock.Result
 	metrics        metricsServer
 	ready          *readiness
+	listingCache   string // application.Files.ListingCache
 }
 
 // ReadyLine is the one JSON object serve prints on stdout once both listeners are up.
@@ -96,7 +97,7 @@ func (s *Service) Run(ctx context.Context, stdout io.Writer) error {
 		Audience: l.Network.Audience, Control: l.Paths.ControlPath, Trace: l.Paths.TracePath, Workdir: l.Paths.Workdir,
 		Containment: l.Containment.String(), Confinement: s.confined.String(), Planes: planes, Tools: s.tools,
 		Metrics: metricsAddr, PeerProof: proof.State(l.Network.PeerProof, l.Manifest.DeclaresPeerPlane()),
-		TLS: l.Network.TLS != nil, ListingCache: application.ListingCacheMaxAge,
+		TLS: l.Network.TLS != nil, ListingCache: s.listingCache,
 	})
 	if err != nil {
 		return err

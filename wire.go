@@ -56,6 +56,7 @@ var adapterSet = wire.NewSet(
 	wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)),
 	provideProofKey,
 	provideProver,
+	provideListingLeases,
 )
 
 // proofSet provides the proof-of-possession checks a redeem runs; the JOSE verifier holds no
@@ -121,7 +122,7 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	wire.Build(
 		launchSet,
 		wire.FieldsOf(new(HandlerPorts), "FS", "Budgets", "Spool", "Clock", "Trace", "Key", "Nonces", "Cards", "Redeemer", "Inbox",
-			"Prover"),
+			"Prover", "Leases"),
 		applicationSet, handlerSet, wire.Struct(new(Handlers), "*"), wire.Value(landlock.Result{}),
 	)
 	return nil, nil

@@ -93,9 +93,21 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	fanoutSink, cleanup7 := provideTraceFanout(file, identity, system, metrics, sink, logger)
-	files := provideFiles(manifest, session, fs, reader, system, fanoutSink, resplaneLimits)
-	random, cleanup8, err := provideInstanceKey(manifest)
+	readLeases, cleanup8, err := provideListingLeases(resplaneLimits, fs, sessionDir, logger)
 	if err != nil {
+		cleanup7()
+		cleanup6()
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	files := provideFiles(manifest, session, fs, reader, system, fanoutSink, resplaneLimits, readLeases)
+	random, cleanup9, err := provideInstanceKey(manifest)
+	if err != nil {
+		cleanup8()
 		cleanup7()
 		cleanup6()
 		cleanup5()
@@ -110,8 +122,9 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	verifier := _wireVerifierValue
 	proofs := provideProofs(network, verifier)
 	redeem := provideRedeem(manifest, peerIssuer, proofs, session, fs, reader, system, fanoutSink)
-	proofKey, cleanup9, err := provideProofKey(manifest, network)
+	proofKey, cleanup10, err := provideProofKey(manifest, network)
 	if err != nil {
+		cleanup9()
 		cleanup8()
 		cleanup7()
 		cleanup6()
@@ -124,6 +137,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	}
 	prover, err := provideProver(proofKey)
 	if err != nil {
+		cleanup10()
 		cleanup9()
 		cleanup8()
 		cleanup7()
@@ -148,8 +162,9 @@ func InitializeService(l Launch) (*Service, func(), error) {
 	randomNonce := keys.RandomNonce{}
 	shareFile := provideShareFile(manifest, peerIssuer, proofs, session, fs, cardFetcher, randomNonce, system, fanoutSink)
 	redeemer := provideRedeemer(certPool)
-	inbox, cleanup10, err := provideInbox(manifest, resplaneWorkdir, logger)
+	inbox, cleanup11, err := provideInbox(manifest, resplaneWorkdir, logger)
 	if err != nil {
+		cleanup10()
 		cleanup9()
 		cleanup8()
 		cleanup7()
@@ -170,9 +185,11 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		Session: resplaneSessionFiles,
 		Trace:   file,
 		Spool:   spool,
+		Leases:  readLeases,
 	}
 	result, err := provideConfinement(mode, manifest, paths, network, observability, logger, resplaneOpenAtStart)
 	if err != nil {
+		cleanup11()
 		cleanup10()
 		cleanup9()
 		cleanup8()
@@ -185,13 +202,14 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, rotateKey, logger, result)
+	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, rotateKey, logger, result, files)
 	resplaneControlServer := provideControlServer(resplaneLimits, logger, api, inflight)
 	v := provideTools(api)
 	resplaneReadiness := newReadiness()
 	resplaneMetricsServer := provideMetricsServer(observability, metrics, resplaneReadiness, policy, logger)
-	service := provideService(l, resplaneWorkdir, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneSessionFiles, inflight, fanoutSink, session, v, result, resplaneMetricsServer, resplaneReadiness)
+	service := provideService(l, resplaneWorkdir, resplaneResourceServer, resplaneResourceListener, resplaneControlServer, resplaneSessionFiles, inflight, fanoutSink, session, v, result, resplaneMetricsServer, resplaneReadiness, files)
 	return service, func() {
+		cleanup11()
 		cleanup10()
 		cleanup9()
 		cleanup8()
@@ -225,7 +243,8 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	portsClock := p.Clock
 	traceSink := p.Trace
 	resplaneLimits := l.Limits
-	files := provideFiles(manifest, session, exportFS, reader, portsClock, traceSink, resplaneLimits)
+	readLeases := p.Leases
+	files := provideFiles(manifest, session, exportFS, reader, portsClock, traceSink, resplaneLimits, readLeases)
 	identity := l.Identity
 	instanceKey := p.Key
 	peerIssuer := provideIssuer(identity, instanceKey)
@@ -247,7 +266,7 @@ func InitializeHandlers(l Launch, p HandlerPorts) (*Handlers, error) {
 	rotateKey := provideRotateKey(manifest, peerIssuer, portsClock, traceSink)
 	logger := l.Log
 	result := _wireResultValue
-	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, rotateKey, logger, result)
+	api := provideControlAPI(manifest, identity, class, network, tasks, shareFile, fetchPeerFile, rotateKey, logger, result, files)
 	handlers := &Handlers{
 		Resources: resources,
 		Control:   api,
@@ -347,6 +366,7 @@ var adapterSet = wire.NewSet(wire.Struct(new(clock.System)), wire.Bind(new(ports
 	provideSpans,
 	provideTraceFanout, wire.Bind(new(ports.TraceSink), new(*fanout.Sink)), provideCardFetcher, wire.Bind(new(ports.CardFetcher), new(*peerhttp.CardFetcher)), provideRedeemer, wire.Bind(new(ports.PeerRedeemer), new(*peerhttp.Redeemer)), provideProofKey,
 	provideProver,
+	provideListingLeases,
 )
 
 // proofSet provides the proof-of-possession checks a redeem runs; the JOSE verifier holds no

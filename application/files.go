@@ -80,6 +80,22 @@ const MaxListings = 2
 // unbounded. Call it before the first listing.
 func (s *Files) BoundHashAge(maxAge time.Duration) { s.hashes.maxAge = maxAge }
 
+// LeaseHashes makes every listing take a read lease on each file it hashes, before reading it,
+// and reuse a hash taken under a lease only while the lease is unbroken, without the age bound
+// (docs/decisions/0175-the-listing-hash-cache-holds-read-leases.md). A file that was open for
+// writing when it was hashed is hashed again by the next listing; one that could not be
+// leased otherwise keeps the age bound. Call it before the first listing.
+func (s *Files) LeaseHashes(leases ports.ReadLeases) { s.hashes.leases = leases }
+
+// ListingCache is the listing hash cache's mode: ListingCacheLease once LeaseHashes was
+// given leases, else ListingCacheMaxAge.
+func (s *Files) ListingCache() string {
+	if s.hashes.leases != nil {
+		return ListingCacheLease
+	}
+	return ListingCacheMaxAge
+}
+
 // NewFiles returns the operator plane. plane is nil when the manifest declares no
 // exports.files; every request is then refused no_resource_plane (after the method check).
 // clock dates the hashes a listing takes, for the listing hash cache.
@@ -166,10 +182,11 @@ func (s *Files) list(ctx context.Context, req Request, gen uint64, encode func(*
 }
 
 // walk fills listing with the export's regular files. A file the hash cache proves unchanged
-// by the stat the walk took without opening it is listed from that stat with its earlier hash
-// (hashcache.go) and never opened; any other file is opened, read and hashed, and listed from
-// the stat of the descriptor it was read from. A file that cannot be read whole is io_error:
-// a listing is never shorter than the tree.
+// by the stat the walk took without opening it (and, for a hash taken under a lease, by the
+// lease) is listed from that stat with its earlier hash (hashcache.go) and never opened; any
+// other file is opened, leased when the cache takes leases, then read and hashed, and listed
+// from the stat of the descriptor it was read from. A file that cannot be read whole is
+// io_error: a listing is never shorter than the tree.
 func (s *Files) walk(ctx context.Context, listing *Listing) error {
 	hashes := s.hashes.start(s.clock.Now())
 	listing.Entries = make([]ListedFile, 0, hashes.files()) // never nil: an empty listing is []
@@ -191,6 +208,7 @@ func (s *Files) walk(ctx context.Context, listing *Listing) error {
 		},
 		Visit: func(path string, f ports.File) error {
 			st := f.Stat()
+			lease, cacheable := hashes.lease(f) // before the first byte is read
 			h.Reset()
 			n, err := io.CopyBuffer(h, f, hashBuf.bytes)
 			if err != nil {
@@ -198,12 +216,15 @@ func (s *Files) walk(ctx context.Context, listing *Listing) error {
 			}
 			hex.Encode(sumHex[:], h.Sum(sum[:0]))
 			sha := string(sumHex[:])
-			hashes.took(path, st, n, sha)
+			if cacheable {
+				hashes.took(path, st, n, sha, lease)
+			}
 			add(path, st, n, sha)
 			return nil
 		},
 	})
 	if err != nil {
+		hashes.abandon()
 		return err
 	}
 	hashes.finish()

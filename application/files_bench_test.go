@@ -51,7 +51,10 @@ const (
 //   - racy: a listing whose cache holds every file, but whose clock says every file changed
 //     within the racy window before the cache's hashes were taken: each file is stated, then
 //     opened and hashed again. It is what a listing of a tree that changed everywhere costs,
-//     the most a stat before the open can add to a cold listing.
+//     the most a stat before the open can add to a cold listing;
+//   - cold-lease and warm-lease: cold and warm in lease mode (Files.LeaseHashes over
+//     osfs.Leases): the cold listing also takes a read lease on each file (a dup and an
+//     fcntl), the warm one asks each lease whether it is unbroken (one fcntl per file).
 //
 // SetBytes is the bytes a cold listing hashes, so that all report the same MB/s basis;
 // ns/file is reported too, and cpu-ns/file: the CPU time the process spent (user and system,
@@ -114,7 +117,39 @@ func BenchmarkListing(b *testing.B) {
 		list(b, files)
 		return func() *application.Files { return files }
 	}
+	session, err := osfs.OpenSessionDir(wd, "ses_bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { session.Close() })
+	// leasing gives files leases of their own, given up by the returned function.
+	leasing := func(b *testing.B, files *application.Files) func() {
+		leases, err := osfs.OpenLeases(disk, session, osfs.LeaseOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		files.LeaseHashes(leases)
+		return func() { leases.Close() }
+	}
 	b.Run("cold", func(b *testing.B) { run(b, func() *application.Files { return fresh(&clock.System{}) }) })
 	b.Run("warm", func(b *testing.B) { run(b, warmed(b, &clock.System{})) })
 	b.Run("racy", func(b *testing.B) { run(b, warmed(b, clock.NewManual(begun))) })
+	b.Run("cold-lease", func(b *testing.B) {
+		release := func() {}
+		defer func() { release() }()
+		run(b, func() *application.Files {
+			b.StopTimer()
+			release() // gives up the leases of the previous listing
+			files := fresh(&clock.System{})
+			release = leasing(b, files)
+			b.StartTimer()
+			return files
+		})
+	})
+	b.Run("warm-lease", func(b *testing.B) {
+		files := fresh(&clock.System{})
+		defer leasing(b, files)()
+		list(b, files)
+		run(b, func() *application.Files { return files })
+	})
 }

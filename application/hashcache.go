@@ -2,8 +2,10 @@ package application
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/fnv"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,11 +21,19 @@ import (
 // (docs/decisions/0083-the-listing-hash-cache-proved-by-a-stat.md).
 const RacyWindow = 2 * time.Second
 
-// ListingCacheMaxAge is the listing hash cache's mode as the ready line and GET /v1/status
-// report it ("listing_cache"): a cached hash is reused only while its stat proves the file
-// unchanged and for at most --hash-cache-max-age after it was taken (Files.BoundHashAge).
-// The service takes no read lease, so "lease" is never in force.
-const ListingCacheMaxAge = "max-age"
+// The listing hash cache's modes, as the ready line and GET /v1/status report them
+// ("listing_cache", Files.ListingCache).
+const (
+	// ListingCacheLease: the service takes read leases (Files.LeaseHashes). A hash taken under
+	// a lease is reused while its stat proves the file unchanged and the lease is unbroken,
+	// however old it is; a file that was open for writing when it was hashed is hashed again
+	// at every listing; any other file the service could not lease keeps the max-age bound.
+	ListingCacheLease = "lease"
+	// ListingCacheMaxAge: no leases. A cached hash is reused only while its stat proves the
+	// file unchanged and for at most --hash-cache-max-age after it was taken
+	// (Files.BoundHashAge).
+	ListingCacheMaxAge = "max-age"
+)
 
 // cachedHash is the sha256 one listing took of the file it listed under path, with what the
 // file's descriptor said when it was opened (times in Unix nanoseconds) and the moment the
@@ -37,6 +47,46 @@ type cachedHash struct {
 	// they were read from.
 	hashedAt int64
 	sha256   string // lowercase hex, as listed
+	// lease, when set, is the read lease held on the file from before its bytes were read;
+	// nil when the file could not be leased (or no leases are taken), and the hash then has
+	// the age bound.
+	lease *heldLease
+}
+
+// heldLease is a read lease that the generations listing its file share: it is released
+// when the last of them lets it go, and only then.
+type heldLease struct {
+	ports.Lease
+	// refs counts the generations that list it; each lists it while stored or read by a
+	// listing (hashGeneration.refs).
+	refs atomic.Int32
+}
+
+// hold adds a generation that lists the lease; it is called only while another generation
+// holds it, or for a lease just taken.
+func (l *heldLease) hold() { l.refs.Add(1) }
+
+// drop lets one generation go, and releases the lease after the last.
+func (l *heldLease) drop() {
+	if l.refs.Add(-1) == 0 {
+		l.Release()
+	}
+}
+
+// reusable reports whether c may be listed again by a listing that starts at moment, and
+// the file's stat: the stat proves the file unchanged (provesUnchanged), and either c's lease
+// is still unbroken, or c has no lease and its age bound (maxAge, when positive) has not
+// passed. stat is called only when the age allows reuse, and the lease asked only when the
+// stat does.
+func (c *cachedHash) reusable(moment int64, maxAge time.Duration, stat func() (ports.FileStat, bool)) (ports.FileStat, bool) {
+	if c.lease == nil && maxAge > 0 && moment > c.expiresAt(maxAge) {
+		return ports.FileStat{}, false
+	}
+	st, ok := stat()
+	if !ok || !c.provesUnchanged(st) || c.lease != nil && !c.lease.Held() {
+		return ports.FileStat{}, false
+	}
+	return st, true
 }
 
 // provesUnchanged reports whether a file whose stat is st is provably the version c was
@@ -74,33 +124,66 @@ func (c *cachedHash) expiresAt(maxAge time.Duration) int64 {
 
 // hashCache holds the hashes the latest complete listing took or reused, in the listing's
 // order (bytewise by path), so that its memory follows the tree: a file no longer listed is
-// forgotten at the next listing. A listing walks the files in that same order, so it finds a
-// file's earlier hash by moving a cursor forward, never by a lookup. Listings running at once
-// each read the same earlier generation and the last to finish replaces it. A generation is
-// never changed once stored.
+// forgotten at the next listing, and its lease released. A listing walks the files in that
+// same order, so it finds a file's earlier hash by moving a cursor forward, never by a
+// lookup. Listings running at once each read the same earlier generation and the last to
+// finish replaces it. A generation is never changed once stored; it lets its leases go when
+// it is neither stored nor read by a listing any more.
 type hashCache struct {
-	latest atomic.Pointer[[]cachedHash]
-	// maxAge, when positive, bounds how long after it was taken a hash is reused
-	// (cachedHash.expiresAt).
+	mu     sync.Mutex
+	latest *hashGeneration // guarded by mu
+	// maxAge, when positive, bounds how long after it was taken a hash without a lease is
+	// reused (cachedHash.expiresAt).
 	maxAge time.Duration
+	// leases, when set, takes a read lease on each file a listing hashes.
+	leases ports.ReadLeases
+}
+
+// hashGeneration is the hashes one listing stored.
+type hashGeneration struct {
+	entries []cachedHash
+	refs    int // guarded by hashCache.mu: 1 while stored, and 1 per listing reading it
 }
 
 // start begins one listing's use of the cache at moment, which must be no later than any open
-// the listing makes.
+// the listing makes. The listing must end with finish or abandon.
 func (c *hashCache) start(moment time.Time) *hashWalk {
 	w := &hashWalk{cache: c, moment: moment.UnixNano()}
-	if earlier := c.latest.Load(); earlier != nil {
-		w.earlier = *earlier
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.latest; g != nil {
+		g.refs++
+		w.from, w.earlier = g, g.entries
 	}
 	return w
+}
+
+// let lets one holder of g go (g may be nil); after the last, g lets its leases go.
+func (c *hashCache) let(g *hashGeneration) {
+	if g == nil {
+		return
+	}
+	c.mu.Lock()
+	g.refs--
+	last := g.refs == 0
+	c.mu.Unlock()
+	if last {
+		for i := range g.entries {
+			if l := g.entries[i].lease; l != nil {
+				l.drop()
+			}
+		}
+	}
 }
 
 // hashWalk is one listing's use of the cache.
 type hashWalk struct {
 	cache   *hashCache
 	moment  int64
+	from    *hashGeneration // the generation earlier is, held until the listing ends; nil when none
 	earlier []cachedHash
-	next    int // the first entry of earlier not yet passed
+	taken   []*heldLease // the leases this listing took
+	next    int          // the first entry of earlier not yet passed
 	// What this listing took or reused becomes the cache when the listing ends. While it is
 	// exactly earlier[:kept], the entries reused one after the other from the start, seen is
 	// nil and nothing is copied: a listing of an unchanged tree builds no new cache.
@@ -112,9 +195,9 @@ type hashWalk struct {
 func (w *hashWalk) files() int { return len(w.earlier) }
 
 // reuse returns the earlier listing's hash of the file listed under path, and the file's stat,
-// when there is one and stat proves the file unchanged since (provesUnchanged). It calls stat
-// only when the earlier listing listed a file under path. Paths must come in the listing's
-// order; the same path may be asked about again.
+// when there is one and it is reusable (cachedHash.reusable). It calls stat only when the
+// earlier listing listed a file under path. Paths must come in the listing's order; the same
+// path may be asked about again.
 func (w *hashWalk) reuse(path []byte, stat func() (ports.FileStat, bool)) (*cachedHash, ports.FileStat, bool) {
 	for w.next < len(w.earlier) && w.earlier[w.next].path < string(path) {
 		w.next++
@@ -123,11 +206,8 @@ func (w *hashWalk) reuse(path []byte, stat func() (ports.FileStat, bool)) (*cach
 		return nil, ports.FileStat{}, false
 	}
 	c := &w.earlier[w.next]
-	if w.cache.maxAge > 0 && w.moment > c.expiresAt(w.cache.maxAge) {
-		return nil, ports.FileStat{}, false
-	}
-	st, ok := stat()
-	if !ok || !c.provesUnchanged(st) {
+	st, ok := c.reusable(w.moment, w.cache.maxAge, stat)
+	if !ok {
 		return nil, ports.FileStat{}, false
 	}
 	if w.seen == nil && w.next == w.kept {
@@ -138,14 +218,32 @@ func (w *hashWalk) reuse(path []byte, stat func() (ports.FileStat, bool)) (*cach
 	return c, st, true
 }
 
+// lease takes a read lease on f, the file about to be read and hashed, when the cache takes
+// leases. cacheable is false when f is open for writing (ports.ErrOpenForWriting): a writer
+// holds it, through a mapping perhaps, so no stat can prove its hash later. A file that
+// cannot be leased for any other reason is cacheable without a lease, with the age bound.
+func (w *hashWalk) lease(f ports.File) (lease *heldLease, cacheable bool) {
+	if w.cache.leases == nil {
+		return nil, true
+	}
+	l, err := w.cache.leases.Lease(f)
+	if err != nil {
+		return nil, !errors.Is(err, ports.ErrOpenForWriting)
+	}
+	held := &heldLease{Lease: l}
+	w.taken = append(w.taken, held)
+	return held, true
+}
+
 // took records the hash (lowercase hex) of the n bytes read from the file listed under path
-// and open with stat st. A file that was not read whole (it changed while it was read) is not
-// recorded.
-func (w *hashWalk) took(path string, st ports.FileStat, n int64, sha256 string) {
+// and open with stat st, under lease (nil for none). A file that was not read whole (it
+// changed while it was read) is not recorded.
+func (w *hashWalk) took(path string, st ports.FileStat, n int64, sha256 string, lease *heldLease) {
 	if n == st.Size {
 		w.record(cachedHash{
 			path: path, device: st.Device, inode: st.Inode, size: st.Size,
 			mtime: st.ModTime.UnixNano(), ctime: st.ChangeTime.UnixNano(), hashedAt: w.moment, sha256: sha256,
+			lease: lease,
 		})
 	}
 }
@@ -160,16 +258,52 @@ func (w *hashWalk) record(c cachedHash) {
 }
 
 // finish makes what this listing took and reused the cache. A listing that reused every
-// earlier entry in order leaves the cache as it is; one that kept a part of them only stores
-// a copy of that part, so that the entries it dropped are not held.
+// earlier entry in order stores the earlier generation again; one that kept a part of them
+// only stores a copy of that part, so that the entries it dropped are not held. The new
+// generation holds every lease it lists before the one it replaces, and the one this listing
+// read, let theirs go; a lease this listing took and did not record is released.
 func (w *hashWalk) finish() {
-	seen := w.seen
+	g := w.from
 	switch {
-	case seen != nil:
-	case w.kept == len(w.earlier):
-		seen = w.earlier
+	case w.seen != nil:
+		g = &hashGeneration{entries: w.seen}
+	case w.kept == len(w.earlier) && g != nil:
 	default:
-		seen = slices.Clone(w.earlier[:w.kept])
+		g = &hashGeneration{entries: slices.Clone(w.earlier[:w.kept])}
 	}
-	w.cache.latest.Store(&seen)
+	if g != w.from {
+		for i := range g.entries {
+			if l := g.entries[i].lease; l != nil {
+				l.hold()
+			}
+		}
+	}
+	w.releaseUnlisted()
+	w.cache.mu.Lock()
+	replaced := w.cache.latest
+	g.refs++
+	w.cache.latest = g
+	w.cache.mu.Unlock()
+	w.cache.let(replaced)
+	w.cache.let(w.from)
+	w.from = nil
+}
+
+// abandon ends a listing that stores nothing (it failed): the leases it took are released,
+// and the generation it read is let go.
+func (w *hashWalk) abandon() {
+	w.releaseUnlisted()
+	w.cache.let(w.from)
+	w.from = nil
+}
+
+// releaseUnlisted releases the leases this listing took that no generation holds. It runs
+// before the listing's generation is stored, while no other listing can see those leases.
+func (w *hashWalk) releaseUnlisted() {
+	for _, l := range w.taken {
+		if l.refs.Load() == 0 {
+			l.Release()
+		}
+	}
+	w.taken = nil
 }

@@ -22,9 +22,16 @@ func statOf(inode uint64) func() (ports.FileStat, bool) {
 	return func() (ports.FileStat, bool) { return stOf(inode), true }
 }
 
+// stored is the latest generation's entries.
+func (c *hashCache) stored() []cachedHash {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.latest.entries
+}
+
 func (f *cacheFixture) paths() []string {
 	var p []string
-	for _, e := range *f.c.latest.Load() {
+	for _, e := range f.c.stored() {
 		p = append(p, e.path+"="+e.sha256)
 	}
 	return p
@@ -42,9 +49,9 @@ func (f *cacheFixture) listing() *hashWalk {
 func TestTheCacheHoldsOnlyTheLatestCompleteListing(t *testing.T) {
 	f := &cacheFixture{moment: time.Unix(1000, 0)}
 	first := f.listing()
-	first.took("a", stOf(1), 1, "1")
-	first.took("b", stOf(2), 1, "2")
-	first.took("grown", stOf(3), 2, "3") // read 2 bytes of a 1-byte file: not kept
+	first.took("a", stOf(1), 1, "1", nil)
+	first.took("b", stOf(2), 1, "2", nil)
+	first.took("grown", stOf(3), 2, "3", nil) // read 2 bytes of a 1-byte file: not kept
 	first.finish()
 	if got := f.paths(); !slices.Equal(got, []string{"a=1", "b=2"}) {
 		t.Fatalf("after the first listing the cache holds %q", got)
@@ -60,7 +67,7 @@ func TestTheCacheHoldsOnlyTheLatestCompleteListing(t *testing.T) {
 	}
 
 	abandoned := f.listing()
-	abandoned.took("c", stOf(4), 1, "4") // never finished
+	abandoned.took("c", stOf(4), 1, "4", nil) // never finished
 	if got := f.paths(); !slices.Equal(got, []string{"a=1"}) {
 		t.Fatalf("an unfinished listing changed the cache to %q", got)
 	}
@@ -87,12 +94,12 @@ func TestAListingCopiesTheCacheOnlyWhenItDiffers(t *testing.T) {
 			if _, _, ok := w.reuse([]byte("b"), statOf(9)); ok {
 				t.Error("b was reused under another inode")
 			}
-			w.took("b", stOf(9), 1, "9")
+			w.took("b", stOf(9), 1, "9", nil)
 			w.reuse([]byte("c"), statOf(3))
 		}, []string{"a=1", "b=9", "c=3"}, false},
 		{"a file added in the middle is stored in order", func(w *hashWalk) {
 			w.reuse([]byte("a"), statOf(1))
-			w.took("ab", stOf(7), 1, "7")
+			w.took("ab", stOf(7), 1, "7", nil)
 			w.reuse([]byte("b"), statOf(2))
 			w.reuse([]byte("c"), statOf(3))
 		}, []string{"a=1", "ab=7", "b=2", "c=3"}, false},
@@ -115,10 +122,10 @@ func TestAListingCopiesTheCacheOnlyWhenItDiffers(t *testing.T) {
 			f := &cacheFixture{moment: time.Unix(1000, 0)}
 			first := f.listing()
 			for i, p := range []string{"a", "b", "c"} {
-				first.took(p, stOf(uint64(i+1)), 1, string(rune('1'+i)))
+				first.took(p, stOf(uint64(i+1)), 1, string(rune('1'+i)), nil)
 			}
 			first.finish()
-			earlier := *f.c.latest.Load()
+			earlier := f.c.stored()
 
 			w := f.listing()
 			c.list(w)
@@ -126,7 +133,7 @@ func TestAListingCopiesTheCacheOnlyWhenItDiffers(t *testing.T) {
 			if got := f.paths(); !slices.Equal(got, c.want) {
 				t.Errorf("the cache holds %q, want %q", got, c.want)
 			}
-			latest := *f.c.latest.Load()
+			latest := f.c.stored()
 			if shared := &latest[0] == &earlier[0]; shared != c.shared {
 				t.Errorf("the cache shares the earlier array: %v, want %v", shared, c.shared)
 			}
@@ -172,7 +179,7 @@ func TestAHashIsReusedNoLongerThanTheMaxAgeAndExpiriesAreSpread(t *testing.T) {
 		t.Run(tc.rule, func(t *testing.T) {
 			f := &cacheFixture{c: hashCache{maxAge: tc.maxAge}}
 			w := f.c.start(hashedAt)
-			w.took("a", stOf(7), 1, "aa")
+			w.took("a", stOf(7), 1, "aa", nil)
 			w.finish()
 			_, _, ok := f.c.start(hashedAt.Add(tc.after)).reuse([]byte("a"), statOf(7))
 			if ok != tc.reused {

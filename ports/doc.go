@@ -5,8 +5,9 @@
 // # The service
 //
 // What the service's use cases (package application) need: ExportFS, File and Visitor
-// (exportfs.go), RootLocator, Clock, InstanceKey, NonceSource, ReadBudget, Spool and Snapshot,
-// TraceSink, CardFetcher, PeerRedeemer and PeerInbox.
+// (exportfs.go), ReadLeases and Lease (readlease.go), RootLocator, Clock, InstanceKey,
+// NonceSource, ReadBudget, Spool and Snapshot, TraceSink, CardFetcher, PeerRedeemer and
+// PeerInbox.
 //
 // # The operator's client
 //

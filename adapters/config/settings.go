@@ -70,6 +70,9 @@ type Settings struct {
 	MinSendRate sendrate.Rate
 	// HashCacheMaxAge bounds how long a listing may reuse a file's cached sha256; default 60s.
 	HashCacheMaxAge time.Duration
+	// ListingCache is auto or max-age: whether the listing hash cache takes read leases where
+	// the service can (auto) or never (max-age); default auto.
+	ListingCache string
 	// MetricsListen is the metrics listener's HOST:PORT; "" means no metrics listener.
 	MetricsListen string
 	// OTelEndpoint is the OTLP/HTTP base URL trace events are exported to as spans; "" leaves
@@ -114,7 +117,7 @@ planes and the agent card) and the control socket, prints one JSON ready line on
 serves until SIGINT or SIGTERM.`,
 		names: []string{"manifest", "workdir", "listen", "advertise-url", "containment", "after-task", "session-id",
 			"trace-parent", "trace", "control", "fetch-max-bytes", "peer-ca", "read-buffer-budget",
-			"read-header-timeout", "spool-dir", "spool-budget", "send-timeout", "min-send-rate", "hash-cache-max-age", "metrics-listen", "otel-endpoint",
+			"read-header-timeout", "spool-dir", "spool-budget", "send-timeout", "min-send-rate", "hash-cache-max-age", "listing-cache", "metrics-listen", "otel-endpoint",
 			"confine", "peer-proof", "tls-cert", "tls-key", "allowed-hosts", "log-level", "log-format"},
 		config: true,
 	},
@@ -194,6 +197,9 @@ var settings = []setting{
 	flag("hash-cache-max-age", "DURATION", "60s", "",
 		"Recompute a listed file's sha256 at least this often, even when its stat says it is unchanged (a write through a shared mapping moves no time); each file's bound is spread over the second half of it",
 		func(s *Settings, v string) (err error) { s.HashCacheMaxAge, err = parseTimeout(v); return err }),
+	flag("listing-cache", "MODE", "auto", "",
+		"How a listing proves a file unchanged before reusing its sha256, auto or max-age: auto holds a read lease on each file where the service can take one (the ready line then says lease), max-age never does and bounds every cached hash's age by --hash-cache-max-age",
+		func(s *Settings, v string) error { return oneOf(&s.ListingCache, v, "auto", "max-age") }),
 	flag("metrics-listen", "HOST:PORT", "", "off",
 		"Serve Prometheus metrics at GET /metrics, and /healthz and /readyz, on this separate listener",
 		func(s *Settings, v string) error { return hostPort(&s.MetricsListen, v) }),

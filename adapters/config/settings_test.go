@@ -27,7 +27,7 @@ func TestServeDefaults(t *testing.T) {
 		s.ReadBufferBudget.Int64() != 0 || s.ReadHeaderTimeout != 10*time.Second || s.LogLevel != "info" ||
 		s.LogFormat != "json" || s.SpoolBudget.Int64() != 0 || s.SendTimeout != 30*time.Second || s.Confine != "auto" ||
 		s.PeerProof != proof.Auto || s.MinSendRate != sendrate.Default ||
-		s.HashCacheMaxAge != time.Minute {
+		s.HashCacheMaxAge != time.Minute || s.ListingCache != "auto" {
 		t.Errorf("defaults = %+v", s)
 	}
 	if s.Workdir != "" || s.Listen != "" || s.AdvertiseURL != "" || s.AfterTask != "" || s.SessionID != "" ||
@@ -43,7 +43,7 @@ func TestEverySettingFromItsFlag(t *testing.T) {
 		"--containment", "sealed", "--after-task", "sleep", "--session-id", "ses_01", "--trace-parent", "evt_1",
 		"--trace", "/t.jsonl", "--control", "/c.sock", "--fetch-max-bytes", "2Gi", "--peer-ca", "/ca.pem",
 		"--read-buffer-budget", "512Mi", "--read-header-timeout", "1m30s", "--spool-dir", "/spool", "--spool-budget", "8Gi",
-		"--send-timeout", "45s", "--min-send-rate", "64Ki/500ms", "--hash-cache-max-age", "2m", "--metrics-listen", "127.0.0.1:9090", "--otel-endpoint", "http://127.0.0.1:4318",
+		"--send-timeout", "45s", "--min-send-rate", "64Ki/500ms", "--hash-cache-max-age", "2m", "--listing-cache", "max-age", "--metrics-listen", "127.0.0.1:9090", "--otel-endpoint", "http://127.0.0.1:4318",
 		"--confine", "required", "--allowed-hosts", "Capsule.Example,peer-1.internal", "--log-level", "debug", "--log-format", "console",
 		"--peer-proof", "required", "--tls-cert", "/tls.crt", "--tls-key", "/tls.key",
 	}, env{}.get)
@@ -55,7 +55,7 @@ func TestEverySettingFromItsFlag(t *testing.T) {
 		Containment: containment.Sealed, AfterTask: manifest.AfterTaskSleep, SessionID: "ses_01", TraceParent: "evt_1",
 		TracePath: "/t.jsonl", ControlPath: "/c.sock", FetchMaxBytes: bytesOf(t, "2Gi"), PeerCA: "/ca.pem",
 		ReadBufferBudget: bytesOf(t, "512Mi"), ReadHeaderTimeout: 90 * time.Second, SpoolDir: "/spool",
-		SpoolBudget: bytesOf(t, "8Gi"), SendTimeout: 45 * time.Second, HashCacheMaxAge: 2 * time.Minute, MetricsListen: "127.0.0.1:9090",
+		SpoolBudget: bytesOf(t, "8Gi"), SendTimeout: 45 * time.Second, HashCacheMaxAge: 2 * time.Minute, ListingCache: "max-age", MetricsListen: "127.0.0.1:9090",
 		MinSendRate:  sendrate.Rate{Bytes: 64 << 10, Per: 500 * time.Millisecond},
 		OTelEndpoint: "http://127.0.0.1:4318", Confine: "required", AllowedHosts: []string{"capsule.example", "peer-1.internal"},
 		LogLevel: "debug", LogFormat: "console", PeerProof: proof.Required, TLSCert: "/tls.crt", TLSKey: "/tls.key",
@@ -179,6 +179,7 @@ func TestBadValuesAreUsageErrorsNamingTheirSource(t *testing.T) {
 		{"min-send-rate", "16Ki", `must be "off", or a size and a duration as SIZE/DURATION`},
 		{"min-send-rate", "0/10s", `must be "off", or a size and a duration as SIZE/DURATION`},
 		{"hash-cache-max-age", "0", "must be a duration greater than zero"},
+		{"listing-cache", "lease", "must be one of auto, max-age"},
 		{"metrics-listen", "9090", "must be HOST:PORT"},
 		{"otel-endpoint", "127.0.0.1:4318", "must be an http:// or https:// URL with a host"},
 		{"confine", "yes", "must be one of auto, required, off"},
@@ -294,6 +295,7 @@ func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 		"--send-timeout DURATION", "(default 30s)",
 		"--min-send-rate RATE", "(default 160Ki/10s)",
 		"--hash-cache-max-age DURATION", "(default 60s)",
+		"--listing-cache MODE", "(default auto)",
 		"--metrics-listen HOST:PORT", "(default: off)",
 		"--otel-endpoint URL", "(default: off, unless OTEL_EXPORTER_OTLP_ENDPOINT",
 		"--confine auto|required|off", "(default auto)",

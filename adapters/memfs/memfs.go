@@ -12,8 +12,13 @@
 // "permission denied". A walk states a file as fstatat(AT_SYMLINK_NOFOLLOW) does,
 // needing no permission on the file itself, before it opens it.
 //
-// The mutators (Mkdir, WriteFile, Rewrite, Symlink, MakeFIFO, MakeSocket, MakeDevice, Deny,
-// Remove) let a test change the tree while the FS is in use; every method is safe for
+// Leases is its ports.ReadLeases, held to the same contract suite as osfs's: a lease is
+// broken by every Rewrite and OpenForWriting of its file, and refused while an
+// OpenForWriting holds the file; WriteMapped changes a file's bytes as a write through an
+// already-dirty shared mapping does, moving no time.
+//
+// The mutators (Mkdir, WriteFile, Rewrite, WriteMapped, OpenForWriting, Symlink, MakeFIFO,
+// MakeSocket, MakeDevice, Deny, Remove) let a test change the tree while the FS is in use; every method is safe for
 // concurrent use. WriteFile replaces a file with a new one (a new inode), as a rename into
 // place does; Rewrite changes a file in place (the same inode) with the timestamps the test
 // names, so a test controls exactly what a file's ports.FileStat says. Either way a file
@@ -60,6 +65,9 @@ type node struct {
 	ctime    time.Time        // kindFile
 	target   string           // kindSymlink
 	denied   bool             // mode 000
+	// writers counts the opens for writing OpenForWriting holds; breaks counts every open
+	// for writing and every Rewrite, each of which breaks the file's read leases (Leases).
+	writers, breaks int // kindFile
 }
 
 // device is the device number every file of an FS reports.
@@ -106,7 +114,7 @@ func (m *FS) open(r *resolve.Result) (ports.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &file{data: n.data, stat: n.stat(), path: strings.Join(r.Path, "/")}, nil
+	return &file{data: n.data, stat: n.stat(), path: strings.Join(r.Path, "/"), n: n}, nil
 }
 
 // stat reads the final component of a resolution as fstatat(AT_SYMLINK_NOFOLLOW) would: it
@@ -247,6 +255,7 @@ type file struct {
 	closed bool
 	stat   ports.FileStat
 	path   string
+	n      *node // what the file is open on, for Leases
 }
 
 func (f *file) Read(p []byte) (int, error) {
@@ -310,6 +319,7 @@ func (m *FS) Rewrite(p string, data []byte, mtime, ctime time.Time) error {
 			return fmt.Errorf("memfs: rewrite %s: not a regular file", p)
 		}
 		n.data, n.mtime, n.ctime = append([]byte(nil), data...), mtime, ctime
+		n.breaks++
 		return nil
 	})
 }

@@ -68,3 +68,17 @@ func create(m *memfs.FS, e fixture.Entry) error {
 	}
 	return m.WriteFile(e.Path, []byte(e.Data), fixture.MTime)
 }
+
+func TestReadLeasesContract(t *testing.T) {
+	porttest.RunReadLeases(t, func(t *testing.T, layout fixture.Layout) porttest.LeaseFixture {
+		m := build(t, layout).FS.(*memfs.FS)
+		return porttest.LeaseFixture{Leases: m.Leases(), FS: m, OpenForWriting: func(path string) func() {
+			t.Helper()
+			closeFile, err := m.OpenForWriting(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return closeFile
+		}}
+	})
+}

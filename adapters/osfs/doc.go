@@ -8,12 +8,14 @@
 //   - SessionDir (session_linux.go) is the session's own directory, .murmur/<session id>/.
 //   - Spool (spool_linux.go) holds the snapshots of large reads in unnamed files:
 //     ports.Spool.
+//   - Leases (lease_linux.go) holds read leases on the files a listing hashes:
+//     ports.ReadLeases.
 //   - Locator (rootlocator.go) is the launch check's ports.RootLocator.
 //   - Mirror (mirror_linux.go) is the directory `resplane files pull` mirrors into:
 //     ports.LocalMirror. CreateAt and WriteOnCommit (landing_linux.go) are where
 //     `resplane files get` lands one file.
 //
-// Inbox, SessionDir, Spool and Mirror each say in their own doc comment what they guarantee
+// Inbox, SessionDir, Spool, Leases and Mirror each say in their own doc comment what they guarantee
 // and what they do not. What the roles share is written once: the landing (landing_linux.go),
 // a file filled unnamed or under a temp name and named into place through its directory's
 // descriptor, behind both the inbox and the mirror (ports.Landing); the meaning of every errno

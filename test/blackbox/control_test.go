@@ -43,8 +43,12 @@ func TestControlAPIAnswersByTheInterface(t *testing.T) {
 		}
 		harness.RequireKeys(t, "status", a.Raw, "session_id", "generation", "containment", "confinement", "planes", "tools", "audience", "url",
 			"peer_proof", "tls", "listing_cache")
+		if c := p.Ready.ListingCache; c != "lease" && c != "max-age" {
+			t.Errorf("the ready line's listing_cache is %q, want lease or max-age", c)
+		}
 		want := `{"session_id":"` + p.Ready.SessionID + `","generation":0,"containment":"sealed","confinement":"` + p.Ready.Confinement +
-			`","planes":["files"],"tools":[],"audience":"` + p.Ready.Audience + `","url":"` + p.Ready.URL + `","peer_proof":"none","tls":false,"listing_cache":"max-age"}`
+			`","planes":["files"],"tools":[],"audience":"` + p.Ready.Audience + `","url":"` + p.Ready.URL + `","peer_proof":"none","tls":false,"listing_cache":"` +
+			p.Ready.ListingCache + `"}`
 		if strings.TrimSpace(string(a.Raw)) != want {
 			t.Errorf("status\n got %s\nwant %s", a.Raw, want)
 		}

@@ -52,8 +52,8 @@ race-toolchain:
 test-short: ## Run the tests without the race detector.
 	$(GO) test -count=1 $(PKG)
 
-test-large: ## The opt-in tests too slow for CI (a 1 GiB file served in little memory).
-	RESPLANE_TEST_LARGE=1 $(GO) test -count=1 -run 'Gibibyte' ./test/blackbox/
+test-large: ## The opt-in tests too slow for CI (a 1 GiB file in little memory, the review's drips at full scale).
+	RESPLANE_TEST_LARGE=1 $(GO) test -count=1 -run 'Gibibyte|FullScale' ./test/blackbox/
 
 lint: ## gofmt, go vet, staticcheck, and the docs' links and decision index (test/docs).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

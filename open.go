@@ -14,6 +14,7 @@ import (
 
 	"github.com/resplane/resplane/adapters/budget"
 	"github.com/resplane/resplane/adapters/config"
+	"github.com/resplane/resplane/adapters/httpapi/limits"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/landlock"
 	"github.com/resplane/resplane/adapters/logging"
@@ -121,11 +122,11 @@ func (l *Launch) bind(s config.Settings) error {
 		listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(int(l.Manifest.InternalPort)))
 	}
 	var err error
-	if l.Listener, err = net.Listen("tcp", listen); err != nil {
+	if l.Listener, err = limits.Bind(listen); err != nil {
 		return fmt.Errorf("cannot listen on %s (--listen): %w", listen, err)
 	}
 	if s.MetricsListen != "" {
-		if l.Observability.MetricsListener, err = net.Listen("tcp", s.MetricsListen); err != nil {
+		if l.Observability.MetricsListener, err = limits.Bind(s.MetricsListen); err != nil {
 			return fmt.Errorf("cannot listen on %s (--metrics-listen): %w", s.MetricsListen, err)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/resplane/resplane/adapters/jsonl"
 	"github.com/resplane/resplane/adapters/keys"
 	"github.com/resplane/resplane/adapters/logging"
-	"github.com/resplane/resplane/adapters/memfs"
+	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/handle"
@@ -30,7 +30,8 @@ import (
 
 // BenchmarkServe answers one GET of a 1 KiB file on each plane through the whole resource
 // edge in process — echo, the access log (redacting logger, to io.Discard), the use case, the
-// trace line (jsonl, to a file) and the response — so the two differ only in what a redeem
+// file opened and read by osfs from the real filesystem, the trace line (jsonl, to a file) and
+// the response — so the two differ only in what a redeem
 // adds to a read: the handle checks, the handle id and the peer event. The pair is the
 // in-process half of the redeem/read ratio (docs/benchmarks.md); CPU-profile it with
 // -cpuprofile to see where a redeem's extra time goes.
@@ -135,11 +136,23 @@ func benchEdge(b *testing.B) (*echo.Echo, [32]byte, time.Time) {
 	if d != nil {
 		b.Fatal(d.Render())
 	}
-	fs := memfs.New("/srv/capsule")
 	now := time.UnixMilli(1_800_000_000_000)
-	if err := fs.WriteFile("out/one.bin", []byte(strings.Repeat("x", 1024)), now); err != nil {
+	wd := filepath.Join(dir, "wd")
+	one := filepath.Join(wd, "out", "one.bin")
+	if err := os.MkdirAll(filepath.Dir(one), 0o755); err != nil {
 		b.Fatal(err)
 	}
+	if err := os.WriteFile(one, []byte(strings.Repeat("x", 1024)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Chtimes(one, now, now); err != nil {
+		b.Fatal(err)
+	}
+	fs, err := osfs.New(wd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = fs.Close() })
 	clk := clock.NewManual(now)
 	out, err := os.OpenFile(filepath.Join(dir, "trace.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {

@@ -213,10 +213,17 @@ func idOf(st *unix.Stat_t) fileID { return fileID{dev: uint64(st.Dev), ino: uint
 // read(2) on the descriptor itself rather than through an *os.File, whose setup costs a
 // listing, which opens every file and reads few, two more system calls per file (fcntl, and
 // epoll_ctl for the O_NONBLOCK open). A regular file's read never returns EAGAIN.
+//
+// A read that ends exactly at the size the descriptor's stat gave, having been asked for
+// more, returns io.EOF with its bytes: a regular file's read returns fewer bytes than asked
+// only at the end of the file, so the read(2) that would return 0 is not made (one system
+// call saved on every whole read). A file that grew since the stat fills the request and is
+// read on; one that shrank ends short of the size and is read until read(2) returns 0.
 type file struct {
 	fd   int // -1 once closed
 	stat ports.FileStat
 	path string
+	off  int64 // bytes read so far
 }
 
 func (f *file) Read(p []byte) (int, error) {
@@ -232,6 +239,10 @@ func (f *file) Read(p []byte) (int, error) {
 		return 0, &fs.PathError{Op: "read", Path: f.path, Err: err}
 	case n == 0:
 		return 0, io.EOF
+	}
+	f.off += int64(n)
+	if n < len(p) && f.off == f.stat.Size {
+		return n, io.EOF
 	}
 	return n, nil
 }

@@ -46,11 +46,15 @@ func (p Policy) Allows(host string) bool {
 	if !ok || name == "" {
 		return false
 	}
+	// localhost first: it is what local clients send, and failing to parse it as an address
+	// would cost an error value per request.
+	if strings.EqualFold(name, localhost) {
+		return true
+	}
 	if _, err := netip.ParseAddr(name); err == nil {
 		return true
 	}
-	name = strings.ToLower(name)
-	return name == localhost || p.names[name]
+	return p.names[strings.ToLower(name)]
 }
 
 // hostname returns host without its port: the address inside brackets for "[v6]" or

@@ -134,6 +134,17 @@ func closeAfterReply(next http.Handler) http.Handler {
 	})
 }
 
+// Bind binds a TCP listener on address for a server configured by Harden. The connections it
+// accepts carry no TCP keepalive: each serves one request and is closed after its answer, and
+// a peer that vanishes mid-answer is dropped by the send bounds (--send-timeout,
+// --min-send-rate) long before a keepalive probe would notice, so the four socket options a
+// keepalive takes per connection would buy nothing
+// (docs/decisions/0180-no-tcp-keepalive-on-one-request-connections.md).
+func Bind(address string) (net.Listener, error) {
+	lc := net.ListenConfig{KeepAlive: -1}
+	return lc.Listen(context.Background(), "tcp", address)
+}
+
 // Listen wraps l for a server configured by Harden: the connection caps (Accept waits while
 // caps.Total connections are open; a connection from an address that already holds
 // caps.PerAddress is closed at once), and the raw-target listener outermost, where

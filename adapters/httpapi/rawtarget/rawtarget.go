@@ -103,7 +103,9 @@ type conn struct {
 
 func (c *conn) Read(p []byte) (int, error) {
 	if c.scanning {
-		c.scan()
+		if n, whole := c.scanInto(p); whole {
+			return n, nil
+		}
 	}
 	if len(c.pending) == 0 && c.err == nil {
 		return c.Conn.Read(p)
@@ -135,12 +137,42 @@ func ReadFromConn(c net.Conn, r io.Reader) (int64, error) {
 // writerOnly hides every method but Write, so io.Copy cannot loop back into a ReadFrom.
 type writerOnly struct{ io.Writer }
 
-// scan reads until the end of the first line, the line limit or a read error, whichever comes
-// first. Blocking here is what net/http would do anyway: it cannot parse anything before the
-// request line is complete. Read deadlines set by net/http (ReadHeaderTimeout) apply.
-func (c *conn) scan() {
+// scanInto makes the connection's first read into p, the caller's own buffer. When that read
+// brings the whole request line, which needs no repair, the line is recorded and the n bytes
+// are handed on where they already are (whole is true): no buffer of the connection's own, no
+// copy, as for nearly every request. Otherwise what was read becomes pending (a repaired line
+// and what followed it, or a read error) or seeds scan, which reads on, and whole is false.
+func (c *conn) scanInto(p []byte) (n int, whole bool) {
 	c.scanning = false
-	var buf []byte
+	if len(p) == 0 {
+		c.scan(nil)
+		return 0, false
+	}
+	n, err := c.Conn.Read(p)
+	read := p[:n]
+	if i := bytes.IndexByte(read[:min(n, MaxRequestLine)], '\n'); i >= 0 {
+		end := i + 1
+		line := c.repairLine(read[:end])
+		if len(line) == end && err == nil { // a repair only ever lengthens the line
+			return n, true
+		}
+		c.pending = append(slices.Clip(line), read[end:]...) // never p's bytes, which the caller reuses
+		c.err = err
+		return 0, false
+	}
+	if err != nil || n >= MaxRequestLine {
+		c.pending, c.err = slices.Clone(read), err
+		return 0, false
+	}
+	c.scan(slices.Clone(read))
+	return 0, false
+}
+
+// scan reads on, after the bytes already read, until the end of the first line, the line
+// limit or a read error, whichever comes first. Blocking here is what net/http would do
+// anyway: it cannot parse anything before the request line is complete. Read deadlines set by
+// net/http (ReadHeaderTimeout) apply.
+func (c *conn) scan(buf []byte) {
 	for {
 		buf = slices.Grow(buf, min(4096, MaxRequestLine-len(buf)))
 		start := len(buf)

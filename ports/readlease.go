@@ -9,9 +9,10 @@ import "errors"
 //
 // A read lease on a file cannot be taken while any writable open or shared writable mapping
 // of it exists, and it is broken by any later open of the file for writing (a truncate
-// included): from the moment that open starts, Held reports false. An implementation lets
-// such an open go on promptly once the lease is broken, and never lets a lease it released
-// report true.
+// included), which waits until the lease is given up. Held reports false from the moment
+// such an open can have succeeded: an implementation may go on reporting true while the
+// open still waits (no byte of the file can have changed), but lets the open go on promptly,
+// and never lets a lease it gave up or released report true.
 //
 // An implementation is safe for concurrent use.
 type ReadLeases interface {
@@ -26,8 +27,9 @@ type ReadLeases interface {
 
 // Lease is one read lease ReadLeases took. It is safe for concurrent use.
 type Lease interface {
-	// Held reports whether the lease is still unbroken: no open for writing of its file has
-	// started since it was taken. It is false once the lease was broken or released.
+	// Held reports whether the lease still holds every writer back: no open for writing of
+	// its file (and no truncation) can have succeeded since it was taken. It is false once
+	// the lease was given up to a writer, or released.
 	Held() bool
 	// Release gives the lease up; it may be called more than once, and by any goroutine.
 	Release()

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -40,10 +41,14 @@ import (
 //   - A lease is taken on the descriptor the file's bytes are then read from, before they
 //     are read, and only when no writable open or shared writable mapping of the inode
 //     exists: the kernel refuses it otherwise (EAGAIN, reported as ports.ErrOpenForWriting).
-//   - Held asks the kernel (F_GETLEASE): it is true only while no open for writing of the
-//     file has started since the lease was taken, whether or not Leases has handled the
-//     signal yet. A lease Leases gave up, or that was released, reports false: its
-//     descriptor is closed once, under the lease's own lock, and never asked again, so a
+//   - Held is true only while no open for writing of the file can have succeeded, and no
+//     truncation been made, since the lease was taken. It asks the kernel (F_GETLEASE, which
+//     answers F_UNLCK once a break has begun) unless the kernel said F_RDLCK less than half
+//     of /proc/sys/fs/lease-break-time ago (Trust): a break begun since then still holds the
+//     writer back, since only Leases giving the lease up, or lease-break-time passing from
+//     the break's start, lets it through, and Leases gives a lease up under the lease's own
+//     lock, which Held takes too. A lease Leases gave up, or that was released, reports
+//     false: its descriptor is closed once, under that lock, and never asked again, so a
 //     descriptor number the process reuses is never taken for this lease.
 //   - At most Limit leases are held at once; beyond that Lease refuses, and the file is
 //     treated as one that cannot be leased.
@@ -66,6 +71,9 @@ import (
 //     it is trusted.
 //   - A lease needs the file to be the process's own (its owner is the effective uid) or
 //     CAP_LEASE; any other file is refused.
+//   - The trust is half of lease-break-time as it was when Leases was opened: lowering it
+//     while the service runs, below twice the time Held trusts an answer, lets a writer
+//     through a break before Held has asked again.
 //   - SIGIO and signal 40 (leaseSignal) are the process's: nothing else in it may use them.
 //
 // Leases is safe for concurrent use.
@@ -73,6 +81,9 @@ type Leases struct {
 	mu    sync.Mutex
 	held  map[int]*lease // by descriptor
 	limit int
+	// trust is how long Held believes the kernel's F_RDLCK without asking again: half of
+	// lease-break-time, or zero (always ask) when it cannot be read.
+	trust time.Duration
 
 	// tid is the thread the leases signal; it reads breaks until stop is closed.
 	tid     int
@@ -133,7 +144,7 @@ func OpenLeases(fs *FS, session *SessionDir, opts LeaseOptions) (*Leases, error)
 		opts.SweepEvery = time.Minute
 	}
 	l := &Leases{
-		held: map[int]*lease{}, limit: opts.Limit,
+		held: map[int]*lease{}, limit: opts.Limit, trust: breakTime() / 2,
 		signals: make(chan os.Signal, 1), stop: make(chan struct{}),
 	}
 	tid := make(chan error, 1)
@@ -145,6 +156,20 @@ func OpenLeases(fs *FS, session *SessionDir, opts LeaseOptions) (*Leases, error)
 	signal.Notify(l.signals, syscall.SIGIO, leaseSignal)
 	go l.serve(opts.SweepEvery)
 	return l, nil
+}
+
+// breakTime is /proc/sys/fs/lease-break-time: how long the kernel makes a writer wait for a
+// lease to be given up before it removes the lease itself; zero when it cannot be read.
+func breakTime() time.Duration {
+	text, err := os.ReadFile("/proc/sys/fs/lease-break-time")
+	if err != nil {
+		return 0
+	}
+	seconds, err := strconv.Atoi(strings.TrimSpace(string(text)))
+	if err != nil || seconds < 0 {
+		return 0
+	}
+	return time.Duration(seconds) * time.Second
 }
 
 // capLease is CAP_LEASE's bit in the first word of the capability sets.
@@ -229,7 +254,7 @@ func (l *Leases) Lease(f ports.File) (ports.Lease, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("osfs: the owner of a read lease: %w", err)
 	}
-	x := &lease{owner: l, fd: fd}
+	x := &lease{owner: l, fd: fd, checked: time.Now()}
 	l.held[fd] = x
 	return x, nil
 }
@@ -351,18 +376,32 @@ func (l *Leases) Close() error {
 
 // lease is one held read lease: a descriptor of its own on the leased open file description.
 type lease struct {
-	owner *Leases
-	mu    sync.Mutex
-	fd    int // -1 once closed
+	owner   *Leases
+	mu      sync.Mutex
+	fd      int       // -1 once closed
+	checked time.Time // when the kernel last said the lease is unbroken
 }
 
-// Held implements ports.Lease.
+// Held implements ports.Lease: the kernel's answer, or its last one within the owner's trust.
 func (x *lease) Held() bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.fd < 0 {
 		return false
 	}
+	if time.Since(x.checked) < x.owner.trust {
+		return true
+	}
+	if !x.unbroken() {
+		return false
+	}
+	x.checked = time.Now()
+	return true
+}
+
+// unbroken asks the kernel whether the lease is unbroken: F_GETLEASE says F_RDLCK, not
+// F_UNLCK as it does from the moment a break begins. x.mu must be held.
+func (x *lease) unbroken() bool {
 	t, err := unix.FcntlInt(uintptr(x.fd), unix.F_GETLEASE, 0)
 	return err == nil && t == unix.F_RDLCK
 }
@@ -380,8 +419,13 @@ func (x *lease) Release() {
 	x.close()
 }
 
-// broken reports whether a writer broke the lease (F_GETLEASE is then F_UNLCK).
-func (x *lease) broken() bool { return !x.Held() }
+// broken reports whether a writer broke the lease, asking the kernel whatever Held trusts:
+// it decides whether a break's writer is let through.
+func (x *lease) broken() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.fd < 0 || !x.unbroken()
+}
 
 // nameless reports whether the leased file has no name left, or cannot be stated.
 func (x *lease) nameless() bool {

@@ -55,6 +55,11 @@ type encodedListing struct {
 // listingTail closes the entries array and the answer.
 const listingTail = "]}"
 
+// entryOverhead is about what an entry's JSON adds to its path and sha256: the keys, quotes
+// and braces (48 bytes), two numbers of up to 19 digits, a comma; a path with characters to
+// escape makes the answer's buffer grow once more.
+const entryOverhead = 48 + 2*19 + 1
+
 // encode renders l (encodeJSON(listingBodyOf(l)), reusing the previous listing's bytes where
 // they are the same) and keeps the result for the next listing.
 func (e *listingEncoder) encode(l *application.Listing) []byte {
@@ -112,8 +117,8 @@ func (p *encodedListing) withHead(head []byte) *encodedListing {
 // equal entry at or after its cursor (prev may be nil) and encoded otherwise, then the tail.
 func encodeEntries(head []byte, entries []application.ListedFile, prev *encodedListing) *encodedListing {
 	size := len(head) + len(listingTail)
-	if prev != nil {
-		size += len(prev.body) - prev.start
+	for _, f := range entries {
+		size += len(f.Path) + len(f.SHA256) + entryOverhead
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.Write(head)
@@ -125,6 +130,7 @@ func encodeEntries(head []byte, entries []application.ListedFile, prev *encodedL
 		known = prev.entries
 	}
 	cursor := 0
+	var entry listingEntry // one value for every Encode: passing its address allocates nothing
 	for i, f := range entries {
 		if i > 0 {
 			buf.WriteByte(',')
@@ -136,7 +142,8 @@ func encodeEntries(head []byte, entries []application.ListedFile, prev *encodedL
 			buf.Write(prev.entry(cursor))
 			cursor++
 		} else {
-			if err := enc.Encode(listingEntryOf(f)); err != nil {
+			entry = listingEntryOf(f)
+			if err := enc.Encode(&entry); err != nil {
 				panic("httpapi: cannot encode a listing entry: " + err.Error())
 			}
 			buf.Truncate(buf.Len() - len("\n")) // the encoder ends every value with a newline

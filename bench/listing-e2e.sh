@@ -23,6 +23,8 @@ cd "$repo"
 SCRIPT=listing-e2e.sh
 # shellcheck source=bench/require.sh
 source bench/require.sh
+# shellcheck source=bench/capsule.sh
+source bench/capsule.sh
 require awk cmp curl getconf grep head split
 
 files=${FILES:-10000}
@@ -40,19 +42,9 @@ trap 'if [[ -n $server ]]; then kill "$server" 2>/dev/null || true; wait "$serve
 bin=${RESPLANE:-$work/resplane}
 [[ -n ${RESPLANE:-} ]] || go build -trimpath -o "$bin" ./cmd/resplane
 
-mkdir -p "$work/wd/out"
-per_dir=100
-for ((d = 0; d * per_dir < files; d++)); do
-	mkdir "$work/wd/out/d$d"
-	n=$((files - d * per_dir < per_dir ? files - d * per_dir : per_dir))
-	head -c $((n * 16384)) /dev/urandom >"$work/chunk"
-	split -b 16384 -d -a 3 "$work/chunk" "$work/wd/out/d$d/f"
-done
-rm "$work/chunk"
-find "$work/wd/out" -type f -exec touch -d '1 hour ago' {} +
-printf 'name: ListingE2E\nexports:\n  files:\n    root: out/\n    mode: read-only\n    max_bytes: 1Mi\n' >"$work/murmur.yaml"
-# The touch moved every change time to now: wait out the 2 s racy window, with a margin, so
-# that the first listing's hashes are reusable by the next one.
+old_files_capsule "$work" "$files" ListingE2E
+# Every change time is now: wait out the 2 s racy window, with a margin, so that the first
+# listing's hashes are reusable by the next one.
 sleep 3
 
 hz=$(getconf CLK_TCK)

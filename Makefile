@@ -16,7 +16,7 @@ SHELL       := bash
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build install run test race-toolchain test-short test-large lint fmt arch wire wire-check bench bench-ratios bench-nginx bench-proof bench-observability bench-listing bench-watch load image fuzz clean
+.PHONY: help build install run test race-toolchain test-short test-large lint fmt arch wire wire-check bench bench-ratios bench-nginx bench-proof bench-observability bench-listing bench-listing-e2e bench-watch load image fuzz clean
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -92,6 +92,9 @@ bench-observability: ## What metrics and spans cost a read on a saturated core (
 
 bench-listing: ## BenchmarkListing of this tree against BASE, warm and cold (bench/listing-bench.sh).
 	bench/listing-bench.sh
+
+bench-listing-e2e: ## A warm GET /resources/files against a cold one, over HTTP (bench/listing-e2e.sh).
+	bench/listing-e2e.sh
 
 bench-watch: ## What files pull --watch at the default interval costs the service (bench/watch-poll-cost.sh).
 	bench/watch-poll-cost.sh

@@ -20,6 +20,8 @@ cd "$repo"
 SCRIPT=watch-poll-cost.sh
 # shellcheck source=bench/require.sh
 source bench/require.sh
+# shellcheck source=bench/capsule.sh
+source bench/capsule.sh
 require awk getconf head split
 
 files=${FILES:-10000}
@@ -32,16 +34,7 @@ out_dir=$(cd "$out_dir" && pwd)
 bin=${RESPLANE:-$out_dir/resplane}
 [[ -n ${RESPLANE:-} ]] || go build -trimpath -o "$bin" ./cmd/resplane
 
-per_dir=100
-for ((d = 0; d * per_dir < files; d++)); do
-	mkdir "$out_dir/wd/out/d$d"
-	n=$((files - d * per_dir < per_dir ? files - d * per_dir : per_dir))
-	head -c $((n * 16384)) /dev/urandom >"$out_dir/chunk"
-	split -b 16384 -d -a 3 "$out_dir/chunk" "$out_dir/wd/out/d$d/f"
-done
-rm "$out_dir/chunk"
-find "$out_dir/wd/out" -type f -exec touch -d '1 hour ago' {} +
-printf 'name: WatchCost\nexports:\n  files:\n    root: out/\n    mode: read-only\n    max_bytes: 1Mi\n' >"$out_dir/murmur.yaml"
+old_files_capsule "$out_dir" "$files" WatchCost
 
 hz=$(getconf CLK_TCK)
 # cpu PID: the process's utime + stime in clock ticks.

@@ -31,6 +31,8 @@ type Resources struct {
 	card   []byte
 	hosts  hostpolicy.Policy
 	bounds Send
+	// listings renders listings, reusing what the previous one encoded (listing.go).
+	listings listingEncoder
 }
 
 // DefaultSendTimeout is how long a response may go without the client taking a byte of it
@@ -105,7 +107,7 @@ func (h *Resources) unknownResource(c echo.Context, req application.Request) err
 }
 
 func (h *Resources) list(c echo.Context, req application.Request) error {
-	gen, served, err := h.files.List(c.Request().Context(), req, encodeListing)
+	gen, served, err := h.files.List(c.Request().Context(), req, h.listings.encode)
 	headers := map[string]string{headerGeneration: formatUint(gen)}
 	if err != nil {
 		return writeRefusal(c, err, headers)
@@ -115,9 +117,6 @@ func (h *Resources) list(c echo.Context, req application.Request) error {
 	headers[headerExportRoot] = served.ExportRoot
 	return h.send(c, contentTypeJSON, headers, served.Body)
 }
-
-// encodeListing renders a listing as its JSON answer (docs/http-api.md, "The listing").
-func encodeListing(l *application.Listing) []byte { return encodeJSON(listingBodyOf(l)) }
 
 func (h *Resources) read(c echo.Context, req application.Request, rawPath string) error {
 	gen, served, err := h.files.Read(c.Request().Context(), req, rawPath)
@@ -153,35 +152,6 @@ func (h *Resources) send(c echo.Context, contentType string, headers map[string]
 }
 
 func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }
-
-// listingBody is the wire shape of a listing; field order is the documented key order
-// (docs/http-api.md, "The listing").
-type listingBody struct {
-	Root        string         `json:"root"`
-	Mode        string         `json:"mode"`
-	MaxBytes    int64          `json:"max_bytes"`
-	Generation  uint64         `json:"generation"`
-	Containment string         `json:"containment_achieved"`
-	Entries     []listingEntry `json:"entries"`
-}
-
-type listingEntry struct {
-	Path      string `json:"path"`
-	SizeBytes int64  `json:"size_bytes"`
-	MTimeMs   int64  `json:"mtime_ms"`
-	SHA256    string `json:"sha256"`
-}
-
-func listingBodyOf(l *application.Listing) listingBody {
-	entries := make([]listingEntry, len(l.Entries))
-	for i, e := range l.Entries {
-		entries[i] = listingEntry{Path: e.Path, SizeBytes: e.Size, MTimeMs: e.MTimeMs, SHA256: e.SHA256}
-	}
-	return listingBody{
-		Root: l.Root, Mode: l.Mode, MaxBytes: l.MaxBytes, Generation: l.Generation,
-		Containment: l.Containment.String(), Entries: entries,
-	}
-}
 
 func (h *Resources) agentCard(c echo.Context) error {
 	return c.Blob(http.StatusOK, contentTypeJSON, h.card)

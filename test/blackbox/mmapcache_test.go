@@ -58,7 +58,7 @@ func TestAWriteThroughADirtyMappingIsListedWithinTheMaxAge(t *testing.T) {
 	mem, _ := bbMapped(t, path, 16)
 	mem[0] = 'b'                        // dirties the page: the times move now, and not at the writes below
 	time.Sleep(2100 * time.Millisecond) // past the racy window, so the next hash may be reused
-	onDisk := func() string { return bbOnDisk(t, path) }
+	onDisk := func() string { return bbFileSHA(t, path) }
 	before, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +77,8 @@ func TestAWriteThroughADirtyMappingIsListedWithinTheMaxAge(t *testing.T) {
 	}
 }
 
-// bbOnDisk is the sha256 of the file at path as it is now.
-func bbOnDisk(t *testing.T, path string) string {
+// bbFileSHA is the sha256 of the file at path as it is now.
+func bbFileSHA(t *testing.T, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -126,7 +126,7 @@ func TestAWriteThroughADirtyMappingIsListedAtOnceUnderLeases(t *testing.T) {
 	listedAsOnDisk := func(when string) {
 		t.Helper()
 		for _, f := range []struct{ name, path string }{{"early.bin", early}, {"late.bin", late}} {
-			if got, want := bbListedSHA(t, addr, f.name), bbOnDisk(t, f.path); got != want {
+			if got, want := bbListedSHA(t, addr, f.name), bbFileSHA(t, f.path); got != want {
 				t.Fatalf("%s, the listing says %s for %s, the disk %s", when, got, f.name, want)
 			}
 		}
@@ -176,7 +176,7 @@ func TestAServiceThatCannotLeaseTheAgentsFilesSaysMaxAgeAndWhy(t *testing.T) {
 	if !strings.Contains(string(a.Raw), `"listing_cache":"max-age"`) {
 		t.Errorf("GET /v1/status says %s, want listing_cache max-age", a.Raw)
 	}
-	if got := bbListedSHA(t, p.Ready.Listen, "a.txt"); got != bbOnDisk(t, filepath.Join(p.Workdir, "out/a.txt")) {
+	if got := bbListedSHA(t, p.Ready.Listen, "a.txt"); got != bbFileSHA(t, filepath.Join(p.Workdir, "out/a.txt")) {
 		t.Errorf("the listing says %s for a.txt", got)
 	}
 }

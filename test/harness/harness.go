@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -321,6 +322,16 @@ func RunCLIWithInput(t testing.TB, env []string, stdin string, args ...string) (
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	code := awaitExit(t, cmd, func() string {
+		return "stdout " + strconv.Quote(stdout.String()) + " stderr " + strconv.Quote(stderr.String())
+	})
+	return code, stdout.String(), stderr.String()
+}
+
+// awaitExit waits up to a minute for the started cmd to exit and returns its exit status;
+// past that it kills cmd and fails the test, saying what output said of it.
+func awaitExit(t testing.TB, cmd *exec.Cmd, output func() string) int {
+	t.Helper()
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	select {
@@ -328,9 +339,9 @@ func RunCLIWithInput(t testing.TB, env []string, stdin string, args ...string) (
 	case <-time.After(time.Minute):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatalf("resplane %q still running after a minute; stdout %q stderr %q", args, stdout.String(), stderr.String())
+		t.Fatalf("resplane %q still running after a minute; %s", cmd.Args[1:], output())
 	}
-	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	return cmd.ProcessState.ExitCode()
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer goroutine and a reading test.

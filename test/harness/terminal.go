@@ -4,9 +4,9 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/creack/pty"
 )
@@ -38,14 +38,6 @@ func RunCLIOnTerminal(t testing.TB, args ...string) (int, string, string) {
 		}
 		seen <- out
 	}()
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("resplane %q still running after a minute; stderr %q", args, stderr.String())
-	}
-	return cmd.ProcessState.ExitCode(), string(<-seen), stderr.String()
+	code := awaitExit(t, cmd, func() string { return "stderr " + strconv.Quote(stderr.String()) })
+	return code, string(<-seen), stderr.String()
 }

@@ -30,17 +30,26 @@ func bbPattern(size int) []byte {
 	return b
 }
 
+// bbStalledBigReads starts a capsule serving a 10 MiB file, out/big.bin (its bytes are
+// big), and 100 connections that each requested it and never read, every read traced.
+func bbStalledBigReads(t *testing.T) (p *harness.Process, big []byte) {
+	t.Helper()
+	big = bbPattern(10 << 20)
+	p = harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""),
+		Files: fixture.Layout{"out/big.bin": string(big)}})
+	addr := p.Ready.Listen
+	harness.Stall(t, addr, harness.RequestText(addr, "GET", "/resources/files/big.bin"), 100)
+	harness.AwaitOK(t, p.Ready.Trace, "resource_read", 100, 60*time.Second)
+	return p, big
+}
+
 // TestStalledClientsHoldNeitherMemoryNorTheNextRead pins docs/operator-guide.md, "Memory and
 // connection bounds": 100 connections that each request a 10 MiB file and then never read
 // hold its snapshot in the spool, not in memory, so a new 10 MiB read still completes within
 // 2 s, whole and with its etag, and the process's peak RSS stays under 128 MiB.
 func TestStalledClientsHoldNeitherMemoryNorTheNextRead(t *testing.T) {
-	big := bbPattern(10 << 20)
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""),
-		Files: fixture.Layout{"out/big.bin": string(big)}})
+	p, big := bbStalledBigReads(t)
 	addr := p.Ready.Listen
-	harness.Stall(t, addr, harness.RequestText(addr, "GET", "/resources/files/big.bin"), 100)
-	harness.AwaitOK(t, p.Ready.Trace, "resource_read", 100, 60*time.Second)
 
 	start := time.Now()
 	r := harness.RequestWithin(t, addr, "GET", "/resources/files/big.bin", 2*time.Second)
@@ -264,12 +273,7 @@ func TestASpoolWithoutUnnamedFilesFallsBackToMemoryWithOneWarning(t *testing.T) 
 // each requested a 10 MiB file and never read, serve exits 0 within 5 s (half the grace; it
 // took the grace and 2 s more when sends did not watch the shutdown), its session_end written.
 func TestShutdownEndsStalledSendsWhenItBegins(t *testing.T) {
-	big := bbPattern(10 << 20)
-	p := harness.Start(t, harness.Capsule{Manifest: bbFilesManifest("out/", ""),
-		Files: fixture.Layout{"out/big.bin": string(big)}})
-	addr := p.Ready.Listen
-	harness.Stall(t, addr, harness.RequestText(addr, "GET", "/resources/files/big.bin"), 100)
-	harness.AwaitOK(t, p.Ready.Trace, "resource_read", 100, 60*time.Second)
+	p, _ := bbStalledBigReads(t)
 
 	start := time.Now()
 	code := p.Stop(t)

@@ -18,11 +18,11 @@
 // already-dirty shared mapping does, moving no time.
 //
 // The mutators (Mkdir, WriteFile, Rewrite, WriteMapped, OpenForWriting, Symlink, MakeFIFO,
-// MakeSocket, MakeDevice, Deny, Remove) let a test change the tree while the FS is in use; every method is safe for
-// concurrent use. WriteFile replaces a file with a new one (a new inode), as a rename into
-// place does; Rewrite changes a file in place (the same inode) with the timestamps the test
-// names, so a test controls exactly what a file's ports.FileStat says. Either way a file
-// already opened keeps reading the bytes it was opened with.
+// MakeSocket, MakeDevice, Deny, Remove) let a test change the tree while the FS is in use;
+// every method is safe for concurrent use. WriteFile replaces a file with a new one (a new
+// inode), as a rename into place does; Rewrite changes a file in place (the same inode) with
+// the timestamps the test names, so a test controls exactly what a file's ports.FileStat
+// says. Either way a file already opened keeps reading the bytes it was opened with.
 package memfs
 
 import (

@@ -30,10 +30,12 @@
 // docs/operator-guide.md, "Containment classes and symlinks". Both use domain/resolve, the
 // algorithm adapters/memfs shares.
 //
-// A path without symlinks is opened in two openat2 calls resolving root and path together
-// with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS: first an O_PATH descriptor
-// whose fstat decides the file type, then, for a regular file only, the read descriptor,
-// which must be the same inode. When the kernel meets a symlink (ELOOP), or openat2 is
+// A path without symlinks is opened by openat2 resolving root and path together with
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS. An fstatat of the path first
+// says whether it is a regular file; only then is the read descriptor opened, and it must be
+// the inode the fstatat saw. The fstatat decides nothing else: when it fails or sees another
+// type, an O_PATH descriptor's fstat decides the type (and the refusal) before any read
+// open. When the kernel meets a symlink (ELOOP), or openat2 is
 // unavailable (ENOSYS, or EPERM under a seccomp filter, after which the FS stops trying it),
 // resolution walks one component at a time: openat(O_PATH|O_NOFOLLOW) relative to the
 // directory descriptor above, fstat, readlinkat on the link's own descriptor. The final
@@ -48,12 +50,12 @@
 // What this guarantees: no concurrent rename, symlink swap or directory exchange can make a
 // call open a file by a route that leaves the root; a race turns into a refusal (possibly
 // io_error), never into an outside file, for reads and listings alike. A FIFO, socket or
-// device node is never opened: resolution learns the type from an O_PATH descriptor, a
-// listing from the directory entry, and every read open is O_NONBLOCK, so no call blocks on
-// a FIFO. Size and
-// modification time come from the descriptor the bytes are read from; the stat a listing
-// takes instead of an open is of the inode linked at the name at that instant, as an fstat of
-// a descriptor opened then would be. Refusals never carry a host path.
+// device node is never opened: resolution learns the type from a stat (an fstatat, or an
+// O_PATH descriptor's fstat), a listing from the directory entry, and every read open is
+// O_NONBLOCK, so no call blocks on a FIFO. Size and modification time come from the
+// descriptor the bytes are read from; the stat a listing takes instead of an open is of the
+// inode linked at the name at that instant, as an fstat of a descriptor opened then would
+// be. Refusals never carry a host path.
 //
 // What it does not guarantee:
 //

@@ -101,7 +101,23 @@ const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_N
 // but the root's path followed by the requested one, and every class serves it. done is
 // false when the caller must resolve component by component instead: the kernel met a
 // symlink, or openat2 is unavailable. path is the file's canonical path beneath the root.
+//
+// The common case, a regular file, costs an fstatat, the read open and its fstat: the
+// fstatat learns the type without opening anything, and the open must land on the inode it
+// saw. The fstatat resolves without openat2's confinement, so it decides only whether to
+// open at once; the bytes come from the confined open alone. Anything else (the fstatat
+// fails or sees another type, or the open fails for a reason other than a symlink on the
+// way) is decided by an O_PATH descriptor's fstat, so that every refusal is that route's.
 func (fs *FS) openFast(wdRel, path string) (f ports.File, done bool, err error) {
+	if st, err := lstatAt(fs.wd.fd, wdRel); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		switch fd, err := fs.openRead(wdRel); err {
+		case nil:
+			f, err := newFile(fd, idOf(&st), path)
+			return f, true, err
+		case unix.ELOOP:
+			return nil, false, nil
+		}
+	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath}
 	pfd, err := eintr.Retry(func() (int, error) { return unix.Openat2(fs.wd.fd, wdRel, &how) })
 	switch err {
@@ -129,13 +145,19 @@ func (fs *FS) openFast(wdRel, path string) (f ports.File, done bool, err error) 
 	default:
 		return nil, true, refusal.New(refusal.NotARegularFile)
 	}
-	how.Flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	fd, err := eintr.Retry(func() (int, error) { return unix.Openat2(fs.wd.fd, wdRel, &how) })
+	fd, err := fs.openRead(wdRel)
 	if err != nil {
 		return nil, true, refuse(inExport, err)
 	}
 	f, err = newFile(fd, idOf(&st), path)
 	return f, true, err
+}
+
+// openRead opens wdRel for reading with openat2, resolved as every openat2 call is (beneath),
+// never blocking.
+func (fs *FS) openRead(wdRel string) (int, error) {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC, Resolve: beneath}
+	return eintr.Retry(func() (int, error) { return unix.Openat2(fs.wd.fd, wdRel, &how) })
 }
 
 // openLeaf opens the regular file a resolution ended on, relative to its held parent

@@ -2,6 +2,7 @@ package resplane
 
 import (
 	"crypto/x509"
+	"io"
 	"net"
 	"time"
 
@@ -35,8 +36,10 @@ type Launch struct {
 	Listener net.Listener
 	Network  Network
 	Limits   Limits
-	// Log is the service's logger (adapters/logging), which redacts handles.
-	Log zerolog.Logger
+	// Log is the service's logger (adapters/logging), which redacts handles. Its info lines
+	// wait in logBatch, which Close writes out.
+	Log      zerolog.Logger
+	logBatch io.Closer
 	// Confine is --confine: how the service confines itself once everything it opens at start
 	// is open (docs/operator-guide.md, "Confinement").
 	Confine landlock.Mode

@@ -39,14 +39,19 @@ const shutdownGrace = 10 * time.Second
 // Its errors say what to do with them: a *config.UsageError (exit 2), a *diag.Diagnostic (a
 // launch refusal: exit 2, its two lines), anything else a failure (exit 1), each one line
 // that names the setting at fault.
-func OpenLaunch(s config.Settings, getenv func(string) string, stderr io.Writer) (Launch, error) {
+func OpenLaunch(s config.Settings, getenv func(string) string, stderr io.Writer) (_ Launch, err error) {
 	if err := keys.ProtectProcess(); err != nil {
 		return Launch{}, err
 	}
-	log, err := logging.New(stderr, s.LogLevel, s.LogFormat)
+	log, batch, err := logging.NewService(stderr, s.LogLevel, s.LogFormat)
 	if err != nil {
 		return Launch{}, config.Usagef("%v", err)
 	}
+	defer func() {
+		if err != nil {
+			_ = batch.Close() // the lines logged before the refusal, ahead of it
+		}
+	}()
 	peerRoots, err := peerhttp.LoadRoots(s.PeerCA)
 	if err != nil {
 		return Launch{}, config.Usagef("--peer-ca: %v", err)
@@ -102,7 +107,7 @@ func OpenLaunch(s config.Settings, getenv func(string) string, stderr io.Writer)
 			ShutdownGrace: shutdownGrace, SendTimeout: s.SendTimeout, MinSendRate: s.MinSendRate, HashCacheMaxAge: s.HashCacheMaxAge,
 			ListingCache: s.ListingCache,
 		},
-		Log: log, Confine: confine,
+		Log: log, logBatch: batch, Confine: confine,
 		Observability: Observability{OTelEndpoint: otelEndpoint},
 	}
 	if err := l.bind(s); err != nil {
@@ -151,6 +156,9 @@ func (l Launch) Close() error {
 		if ln != nil {
 			_ = ln.Close()
 		}
+	}
+	if l.logBatch != nil {
+		return l.logBatch.Close()
 	}
 	return nil
 }

@@ -2,8 +2,10 @@
 // for a person, console lines. It guarantees that no line holds an mh1 token (every token
 // becomes <handle:id>, whichever call site logged it: the access log records request targets,
 // and a redeem's target is a token) and that no string a request controls makes a line longer
-// than about 1 KB (docs/operator-guide.md, "Logs"). It does not guarantee that a line is
-// written: a failing stderr loses it.
+// than about 1 KB (docs/operator-guide.md, "Logs"), and that the lines reach stderr in the
+// order they were logged. It does not guarantee that a line is written: a failing stderr
+// loses it, and so does a process killed while the line waits in a Batch (at most
+// BatchDelay).
 package logging
 
 import (
@@ -19,39 +21,68 @@ import (
 	"github.com/resplane/resplane/domain/trace"
 )
 
-// New returns the service's logger writing to w (stderr) as JSON lines or, with format
-// "console", human-readable lines. Every line passes through lineWriter before it is written,
-// so whichever call site logged it, a token never reaches the log — the access log records
-// request targets, and a redeem's target is a token — and no string a request controls makes
-// a line longer than about 1 KB (docs/operator-guide.md, "Logs").
+// New returns a logger writing to w (stderr) as JSON lines or, with format "console",
+// human-readable lines, each line written as it is logged. Every line passes through
+// lineWriter before it is written, so whichever call site logged it, a token never reaches
+// the log — the access log records request targets, and a redeem's target is a token — and
+// no string a request controls makes a line longer than about 1 KB (docs/operator-guide.md,
+// "Logs").
 func New(w io.Writer, level, format string) (zerolog.Logger, error) {
+	return newLogger(w, w, level, format)
+}
+
+// NewService returns the service's logger: New's, except that lines at info level and below
+// (the access log's) wait in a Batch to be written together (docs/operator-guide.md, "Logs").
+// Close the Batch when the service stops, so that its last lines are written.
+func NewService(w io.Writer, level, format string) (zerolog.Logger, *Batch, error) {
+	return newService(w, level, format, BatchDelay)
+}
+
+// newService is NewService with lines waiting up to delay.
+func newService(w io.Writer, level, format string, delay time.Duration) (zerolog.Logger, *Batch, error) {
+	b := newBatch(w, delay)
+	log, err := newLogger(nowWriter{b}, laterWriter{b}, level, format)
+	return log, b, err
+}
+
+// newLogger is a logger writing lines at warn level and above (and those logged without a
+// level) to now, the others to later.
+func newLogger(now, later io.Writer, level, format string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || lvl == zerolog.NoLevel {
 		return zerolog.Nop(), fmt.Errorf("log level %q is not one of trace, debug, info, warn, error, fatal, panic, disabled", level)
 	}
-	out := w
 	switch format {
 	case "json":
 	case "console":
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: true}
+		now = zerolog.ConsoleWriter{Out: now, TimeFormat: time.RFC3339, NoColor: true}
+		later = zerolog.ConsoleWriter{Out: later, TimeFormat: time.RFC3339, NoColor: true}
 	default:
 		return zerolog.Nop(), fmt.Errorf("log format %q is not one of json, console", format)
 	}
-	return zerolog.New(lineWriter{out}).Level(lvl).With().Timestamp().Logger(), nil
+	return zerolog.New(lineWriter{now: now, later: later}).Level(lvl).With().Timestamp().Logger(), nil
 }
 
 // lineWriter receives each log line as zerolog's JSON (one whole line per Write), replaces
 // every mh1 token in it with <handle:id>, caps every string value with trace.Cap, the rule the
-// trace's fields follow, and hands the line on to the JSON or console output. The one value
-// left whole is "stack", a recovered panic's stack trace: the runtime writes it, not a request.
-type lineWriter struct{ w io.Writer }
+// trace's fields follow, and hands the line on to the JSON or console output: later for a
+// line at info level or below, now for any other. The one value left whole is "stack", a
+// recovered panic's stack trace: the runtime writes it, not a request.
+type lineWriter struct{ now, later io.Writer }
 
-func (l lineWriter) Write(p []byte) (int, error) {
+func (l lineWriter) Write(p []byte) (int, error) { return l.WriteLevel(zerolog.NoLevel, p) }
+
+// WriteLevel implements zerolog.LevelWriter.
+func (l lineWriter) WriteLevel(level zerolog.Level, p []byte) (int, error) {
 	line := p
 	if bytes.Contains(line, []byte("mh1.")) {
 		line = []byte(handle.Redact(string(line)))
 	}
-	if _, err := l.w.Write(capStrings(line)); err != nil {
+	out := l.now
+	if level >= zerolog.TraceLevel && level <= zerolog.InfoLevel {
+		out = l.later
+	}
+	if _, err := out.Write(capStrings(line)); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -1,7 +1,6 @@
 package resplane_test
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -29,10 +28,10 @@ import (
 )
 
 // BenchmarkServe answers one GET of a 1 KiB file on each plane through the whole resource
-// edge in process — echo, the access log (redacting logger, to io.Discard), the use case, the
+// edge in process — echo, the access log (the service's logger, to a file), the use case, the
 // file opened and read by osfs from the real filesystem, the trace line (jsonl, to a file) and
-// the response — so the two differ only in what a redeem
-// adds to a read: the handle checks, the handle id and the peer event. The pair is the
+// the response — so the two differ only in what a redeem adds to a read: the handle checks,
+// the handle id and the peer event. The pair is the
 // in-process half of the redeem/read ratio (docs/benchmarks.md); CPU-profile it with
 // -cpuprofile to see where a redeem's extra time goes.
 func BenchmarkServe(b *testing.B) {
@@ -122,9 +121,9 @@ func BenchmarkRedeemProof(b *testing.B) {
 var benchKey = [32]byte{42}
 
 // benchEdge builds the whole resource edge in process over a 1 KiB file, out/one.bin, for the
-// benchmarks: the use cases under the instance key benchKey, on memfs, with a manual clock
-// stopped at the instant it returns, the trace written to a file and the access log to
-// io.Discard.
+// benchmarks: the use cases under the instance key benchKey, on osfs, with a manual clock
+// stopped at the instant it returns, the trace and the access log (the service's logger)
+// each written to a file, as serve writes them.
 func benchEdge(b *testing.B) (*echo.Echo, [32]byte, time.Time) {
 
 	dir := b.TempDir()
@@ -179,10 +178,16 @@ func benchEdge(b *testing.B) (*echo.Echo, [32]byte, time.Time) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	logger, err := logging.New(io.Discard, "info", "json")
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = stderr.Close() })
+	logger, batch, err := logging.NewService(stderr, "info", "json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = batch.Close() })
 	e := httpapi.NewEcho(h.Resources, logger)
 	return e, key, now
 }

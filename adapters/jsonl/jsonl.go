@@ -3,6 +3,8 @@
 package jsonl
 
 import (
+	"bufio"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -85,7 +87,14 @@ type File struct {
 	dropped    int
 	dropErr    error
 	reportedAt time.Time
+	// random is where event ids take their random bits, guarded by mu: crypto/rand read
+	// randomBatch bytes at a time, so that a line costs no getrandom call of its own.
+	random *bufio.Reader
 }
+
+// randomBatch is how many random bytes the trace reads from crypto/rand at once: the random
+// bits of 64 event ids. An event id is unique, not secret, so the bytes may wait in memory.
+const randomBatch = 64 * 16
 
 var _ ports.TraceSink = (*File)(nil)
 
@@ -103,7 +112,7 @@ func Open(cfg Config) (*File, error) {
 	if cfg.Clock == nil {
 		return nil, errors.New("trace: no clock configured")
 	}
-	t := &File{cfg: cfg, f: cfg.File}
+	t := &File{cfg: cfg, f: cfg.File, random: bufio.NewReaderSize(rand.Reader, randomBatch)}
 	var parent any
 	if cfg.Parent != "" {
 		parent = cfg.Parent
@@ -167,7 +176,7 @@ func (t *File) record(e trace.Event, written func(uuid.UUID)) {
 	body := t.redact(buf.body)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	id, err := uuid.NewV7()
+	id, err := uuid.NewV7FromReader(t.random)
 	if err != nil {
 		t.report(fmt.Errorf("trace: new event id for %s: %w", e.Type(), err))
 		return

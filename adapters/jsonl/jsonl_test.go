@@ -309,7 +309,7 @@ func TestConcurrentRecordsAreNeverInterleaved(t *testing.T) {
 		t.Fatalf("got %d lines, want %d", len(got), 1+goroutines*perGoroutine)
 	}
 	root := decode(t, got[0])["event_id"]
-	paths := map[string]bool{}
+	paths, ids := map[string]bool{}, map[string]bool{}
 	for _, line := range got[1:] {
 		m := decode(t, line)
 		path, _ := m["path"].(string)
@@ -317,9 +317,15 @@ func TestConcurrentRecordsAreNeverInterleaved(t *testing.T) {
 			t.Fatalf("damaged line: %.200s", line)
 		}
 		paths[path] = true
+		ids[checkEventID(t, m["event_id"])] = true
 	}
 	if len(paths) != goroutines*perGoroutine {
 		t.Errorf("%d distinct events, want %d", len(paths), goroutines*perGoroutine)
+	}
+	// The ids' random bits are read from crypto/rand many lines at a time: no two lines
+	// share an id however the batches fall.
+	if len(ids) != goroutines*perGoroutine {
+		t.Errorf("%d distinct event ids among %d lines; want one each", len(ids), goroutines*perGoroutine)
 	}
 	if errs := log.all(); len(errs) != 0 {
 		t.Errorf("errors reported: %v", errs[:1])

@@ -273,16 +273,22 @@ func provideFiles(m manifest.Manifest, session application.Session, fs ports.Exp
 // provideListingLeases is the read leases the listing hash cache takes under --listing-cache
 // auto (docs/operator-guide.md, "Listing cost"): nil under max-age, and where the service
 // cannot take leases on the workdir's files, which it logs once with the reason. Leases of
-// files deleted since they were listed are given up every --hash-cache-max-age.
-func provideListingLeases(lim Limits, fs *osfs.FS, session *osfs.SessionDir, logger zerolog.Logger) (ports.ReadLeases, func(), error) {
+// files deleted since they were listed are given up every --hash-cache-max-age. The metrics,
+// when on, watch how many are held.
+func provideListingLeases(lim Limits, fs *osfs.FS, session *osfs.SessionDir, metrics *prometheus.Metrics,
+	logger zerolog.Logger) (ports.ReadLeases, func(), error) {
 	if lim.ListingCache == application.ListingCacheMaxAge {
+		metrics.WatchLeases(nil, 0)
 		return nil, func() {}, nil
 	}
-	leases, err := osfs.OpenLeases(fs, session, osfs.LeaseOptions{SweepEvery: lim.HashCacheMaxAge})
+	limit := osfs.LeaseLimit()
+	leases, err := osfs.OpenLeases(fs, session, osfs.LeaseOptions{Limit: limit, SweepEvery: lim.HashCacheMaxAge})
 	if err != nil {
+		metrics.WatchLeases(nil, 0)
 		logger.Info().Err(err).Msg("the listing hash cache takes no read leases: a cached hash is reused at most --hash-cache-max-age after it was taken")
 		return nil, func() {}, nil
 	}
+	metrics.WatchLeases(leases, limit)
 	return leases, func() { _ = leases.Close() }, nil
 }
 

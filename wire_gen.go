@@ -93,7 +93,7 @@ func InitializeService(l Launch) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	fanoutSink, cleanup7 := provideTraceFanout(file, identity, system, metrics, sink, logger)
-	readLeases, cleanup8, err := provideListingLeases(resplaneLimits, fs, sessionDir, logger)
+	readLeases, cleanup8, err := provideListingLeases(resplaneLimits, fs, sessionDir, metrics, logger)
 	if err != nil {
 		cleanup7()
 		cleanup6()

@@ -45,3 +45,29 @@ func (m *Metrics) WatchBudget(name string, b BudgetReadings) {
 			func() float64 { return b.WaitedTime().Seconds() }),
 	)
 }
+
+// LeaseReadings is what the listing's read leases report; adapters/osfs.Leases has it.
+type LeaseReadings interface {
+	// Count is how many leases are held now.
+	Count() int
+}
+
+// WatchLeases exports how many read leases the listing hash cache holds, read at each scrape,
+// and the most it holds at once (docs/operator-guide.md, "Listing cost"). leases is nil when
+// the service takes none (--listing-cache max-age, or leases unavailable): both are then 0.
+func (m *Metrics) WatchLeases(leases LeaseReadings, limit int) {
+	if m == nil {
+		return
+	}
+	m.registry.MustRegister(
+		prom.NewGaugeFunc(prom.GaugeOpts{Name: "resplane_listing_leases", Help: "Read leases the listing hash cache holds now."},
+			func() float64 {
+				if leases == nil {
+					return 0
+				}
+				return float64(leases.Count())
+			}),
+		prom.NewGaugeFunc(prom.GaugeOpts{Name: "resplane_listing_lease_limit", Help: "The most read leases the listing hash cache holds at once."},
+			func() float64 { return float64(limit) }),
+	)
+}

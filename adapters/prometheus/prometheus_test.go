@@ -230,6 +230,45 @@ resplane_budget_waits_total{budget="spool"} 0
 	}
 }
 
+// leaseCount is a LeaseReadings whose count the test sets.
+type leaseCount int
+
+func (c *leaseCount) Count() int { return int(*c) }
+
+func TestWatchLeasesReadsTheCountAtEachScrape(t *testing.T) {
+	for _, tc := range []struct {
+		rule          string
+		leases        *leaseCount
+		limit         int
+		held, ceiling string
+	}{
+		{"a service that takes leases reports those held and its limit", new(leaseCount), 100000, "7", "100000"},
+		{"a service that takes none reports zero of zero", nil, 0, "0", "0"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			m := New()
+			if tc.leases == nil {
+				m.WatchLeases(nil, tc.limit)
+			} else {
+				m.WatchLeases(tc.leases, tc.limit)
+				*tc.leases = 7 // after the watch: read at the scrape, not at the watch
+			}
+			want := `
+# HELP resplane_listing_lease_limit The most read leases the listing hash cache holds at once.
+# TYPE resplane_listing_lease_limit gauge
+resplane_listing_lease_limit ` + tc.ceiling + `
+# HELP resplane_listing_leases Read leases the listing hash cache holds now.
+# TYPE resplane_listing_leases gauge
+resplane_listing_leases ` + tc.held + `
+`
+			if err := testutil.GatherAndCompare(m.registry, strings.NewReader(want),
+				"resplane_listing_leases", "resplane_listing_lease_limit"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestTraceLossesAreCounted(t *testing.T) {
 	m := New()
 	m.TraceWritesFailed(1)

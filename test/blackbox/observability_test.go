@@ -220,11 +220,19 @@ func TestMetricsAndSpansSeeEveryTracedRequestAndNoToken(t *testing.T) {
 		if got := bbValue(families, "resplane_tool_calls_total", "tool", "share-file", "outcome", "peer_unreachable"); got != 0 {
 			t.Errorf("share-file's peer_unreachable = %v before any such call, want a series at 0", got)
 		}
+		leases := 0.0 // the one listing above leased report.md, and the cache holds it
+		if p.Ready.ListingCache == "lease" {
+			leases = 1
+			if limit := bbValue(families, "resplane_listing_lease_limit"); limit < 1 {
+				t.Errorf("resplane_listing_lease_limit = %v in lease mode, want the limit", limit)
+			}
+		}
 		for _, want := range []struct {
 			name   string
 			labels []string
 			value  float64
 		}{
+			{"resplane_listing_leases", nil, leases},
 			{"resplane_request_duration_seconds", []string{"plane", "files"}, 8},
 			{"resplane_request_duration_seconds", []string{"plane", "peer"}, 3},
 			{"resplane_served_bytes_total", []string{"plane", "files"}, 3 * 1024},

@@ -13,6 +13,7 @@ import (
 	"github.com/resplane/resplane/domain/manifest"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/domain/trace"
 	"github.com/resplane/resplane/ports"
 )
@@ -199,7 +200,7 @@ func (s *Files) walk(ctx context.Context, listing *Listing) error {
 		listing.Entries = append(listing.Entries, ListedFile{Path: path, Size: size, MTimeMs: st.ModTime.UnixMilli(), SHA256: sha})
 	}
 	err := s.fs.Walk(ctx, s.plane.Root, s.session.Containment, ports.Visitor{
-		Known: func(path []byte, stat func() (ports.FileStat, bool)) bool {
+		Known: func(path []byte, _ resolve.Inode, stat func() (ports.FileStat, bool)) bool {
 			c, st, ok := hashes.reuse(path, stat)
 			if ok {
 				add(c.path, st, c.size, c.sha256)

@@ -214,16 +214,16 @@ func (d *dir) Entries() ([]resolve.Entry, error) {
 	}
 	entries := make([]resolve.Entry, 0, len(d.n.children))
 	for name, n := range d.n.children {
-		k := resolve.Other
+		e := resolve.Entry{Name: name, Kind: resolve.Other}
 		switch n.kind {
 		case kindDir:
-			k = resolve.Directory
+			e.Kind = resolve.Directory
 		case kindFile:
-			k = resolve.Regular
+			e.Kind, e.Inode = resolve.Regular, resolve.Inode{Device: device, Number: n.inode}
 		case kindSymlink:
-			k = resolve.Symlink
+			e.Kind = resolve.Symlink
 		}
-		entries = append(entries, resolve.Entry{Name: name, Kind: k})
+		entries = append(entries, e)
 	}
 	return entries, nil
 }

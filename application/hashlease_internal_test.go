@@ -21,6 +21,9 @@ func (l *fakeLease) Held() bool {
 	return !l.broken && l.releases == 0
 }
 
+// Changes reports the fake lease unwatched: every reuse of its file is proved by a stat.
+func (l *fakeLease) Changes() (uint64, bool) { return 0, false }
+
 func (l *fakeLease) Release() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -37,6 +40,8 @@ func (l *fakeLease) released() int {
 type oneLease struct{ l *fakeLease }
 
 func (o oneLease) Lease(ports.File) (ports.Lease, error) { return o.l, nil }
+
+func (oneLease) Sync() {}
 
 // leasedFixture is a cache that takes leases.
 func leasedFixture() *cacheFixture {
@@ -179,6 +184,8 @@ func (c *countingLeases) Lease(ports.File) (ports.Lease, error) {
 	c.all = append(c.all, l)
 	return l, nil
 }
+
+func (*countingLeases) Sync() {}
 
 // TestConcurrentListingsReleaseEveryLeaseOnceAndNoneStillListed pins hashCache's leases under
 // listings running at once, each reusing, re-hashing and dropping files of the generation it

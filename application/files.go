@@ -200,8 +200,8 @@ func (s *Files) walk(ctx context.Context, listing *Listing) error {
 		listing.Entries = append(listing.Entries, ListedFile{Path: path, Size: size, MTimeMs: st.ModTime.UnixMilli(), SHA256: sha})
 	}
 	err := s.fs.Walk(ctx, s.plane.Root, s.session.Containment, ports.Visitor{
-		Known: func(path []byte, _ resolve.Inode, stat func() (ports.FileStat, bool)) bool {
-			c, st, ok := hashes.reuse(path, stat)
+		Known: func(path []byte, inode resolve.Inode, stat func() (ports.FileStat, bool)) bool {
+			c, st, ok := hashes.reuse(path, inode, stat)
 			if ok {
 				add(c.path, st, c.size, c.sha256)
 			}

@@ -14,19 +14,27 @@ import (
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
-// countingFS counts the bytes every listing reads from the files it visits.
+// countingFS counts the bytes every listing reads from the files it visits, and the stats
+// it takes of the files it is asked about.
 type countingFS struct {
 	ports.ExportFS
-	read atomic.Int64
+	read, stats atomic.Int64
 }
 
 func (c *countingFS) Walk(ctx context.Context, root string, class containment.Class, visit ports.Visitor) error {
-	inner := visit.Visit
+	inner, known := visit.Visit, visit.Known
 	visit.Visit = func(p string, f ports.File) error { return inner(p, countingFile{f, &c.read}) }
+	visit.Known = func(p []byte, inode resolve.Inode, stat func() (ports.FileStat, bool)) bool {
+		return known(p, inode, func() (ports.FileStat, bool) {
+			c.stats.Add(1)
+			return stat()
+		})
+	}
 	return c.ExportFS.Walk(ctx, root, class, visit)
 }
 

@@ -188,15 +188,20 @@ func OpenLeases(fs *FS, session *SessionDir, opts LeaseOptions) (*Leases, error)
 // breakTime is /proc/sys/fs/lease-break-time: how long the kernel makes a writer wait for a
 // lease to be given up before it removes the lease itself; zero when it cannot be read.
 func breakTime() time.Duration {
-	text, err := os.ReadFile("/proc/sys/fs/lease-break-time")
+	return time.Duration(procCount("/proc/sys/fs/lease-break-time")) * time.Second
+}
+
+// procCount is the count a /proc/sys file holds; zero when it cannot be read, or is negative.
+func procCount(path string) int {
+	text, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
-	seconds, err := strconv.Atoi(strings.TrimSpace(string(text)))
-	if err != nil || seconds < 0 {
+	n, err := strconv.Atoi(strings.TrimSpace(string(text)))
+	if err != nil || n < 0 {
 		return 0
 	}
-	return time.Duration(seconds) * time.Second
+	return n
 }
 
 // capLease is CAP_LEASE's bit in the first word of the capability sets.

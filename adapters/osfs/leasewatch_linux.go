@@ -2,9 +2,7 @@ package osfs
 
 import (
 	"errors"
-	"os"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -75,17 +73,7 @@ func openWatches() *watches {
 // watchLimit is how many inodes Leases watches at most: half of the user's inotify watches
 // (/proc/sys/fs/inotify/max_user_watches), which the agent, running as the same user,
 // shares; none when it cannot be read.
-func watchLimit() int {
-	text, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
-	if err != nil {
-		return 0
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(text)))
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n / 2
-}
+func watchLimit() int { return procCount("/proc/sys/fs/inotify/max_user_watches") / 2 }
 
 // add watches the inode fd is open on and returns its watch, or nil when it cannot be
 // watched (no instance, the limit reached, the kernel refusing: ENOSPC past

@@ -4,14 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/memfs"
 	"github.com/resplane/resplane/adapters/osfs"
+	"github.com/resplane/resplane/adapters/osfs/osfstest"
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/ports"
@@ -182,36 +181,12 @@ func TestAWatchedListingOnDiskSeesWhatAStatWould(t *testing.T) {
 			}
 		}, 1, v2, fixture.MTime},
 		{"an overflowed event queue: every file is stated", func(t *testing.T, _, out string) {
-			text, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
-			if err != nil {
-				t.Fatal(err)
-			}
-			queued, err := strconv.Atoi(strings.TrimSpace(string(text)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range queued + 1 { // g and h in turn, so that no event merges with the one before
-				if err := os.Chmod(filepath.Join(out, []string{"g", "h"}[i%2]), os.FileMode(0o600+i%2)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			osfstest.OverflowInotify(t, filepath.Join(out, "g"), filepath.Join(out, "h"))
 		}, 3, v1, fixture.MTime},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
-			wd := t.TempDir()
-			out := filepath.Join(wd, "out")
-			if err := os.Mkdir(out, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			for _, name := range []string{"f", "g", "h"} {
-				write(t, filepath.Join(out, name), v1)
-			}
-			disk, err := osfs.New(wd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer disk.Close()
+			wd, out, disk := onDisk(t, v1, "f", "g", "h")
 			session, err := osfs.OpenSessionDir(wd, "ses_watch")
 			if err != nil {
 				t.Fatal(err)

@@ -27,8 +27,10 @@ const RacyWindow = 2 * time.Second
 const (
 	// ListingCacheLease: the service takes read leases (Files.LeaseHashes). A hash taken under
 	// a lease is reused while its stat proves the file unchanged and the lease is unbroken,
-	// however old it is; a file that was open for writing when it was hashed is hashed again
-	// at every listing; any other file the service could not lease keeps the max-age bound.
+	// however old it is, and without the stat while the lease's watch reports no change since
+	// a stat proved it (cachedHash.quiet); a file that was open for writing when it was hashed
+	// is hashed again at every listing; any other file the service could not lease keeps the
+	// max-age bound.
 	ListingCacheLease = "lease"
 	// ListingCacheMaxAge: no leases. A cached hash is reused only while its stat proves the
 	// file unchanged and for at most --hash-cache-max-age after it was taken

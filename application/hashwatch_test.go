@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/resplane/resplane/adapters/clock"
 	"github.com/resplane/resplane/adapters/memfs"
 	"github.com/resplane/resplane/adapters/osfs"
@@ -187,24 +189,7 @@ func TestAWatchedListingOnDiskSeesWhatAStatWould(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
 			wd, out, disk := onDisk(t, v1, "f", "g", "h")
-			session, err := osfs.OpenSessionDir(wd, "ses_watch")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer session.Close()
-			leases, err := osfs.OpenLeases(disk, session, osfs.LeaseOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer leases.Close()
-			w := newWorld(t, containment.Sealed)
-			counting := &countingFS{ExportFS: disk}
-			files := application.NewFiles(outPlane, w.session, counting, w.reader, clock.NewManual(time.Now().Add(time.Hour)), w.trace)
-			files.LeaseHashes(countedLeases{leases})
-			listingOf(t, files, counting, "f")
-			if _, stats, _ := listingOf(t, files, counting, "f"); stats != 3 {
-				t.Fatalf("the listing after the hashes stated %d files, want all 3", stats)
-			}
+			files, counting := provedOnDisk(t, wd, disk, "f")
 			c.change(t, wd, out)
 			got, stats, _ := listingOf(t, files, counting, "f")
 			if got.SHA256 != sha(c.want) || got.MTimeMs != c.mtime.UnixMilli() {
@@ -214,5 +199,60 @@ func TestAWatchedListingOnDiskSeesWhatAStatWould(t *testing.T) {
 				t.Errorf("the listing after the change stated %d files, want %d", stats, c.stats)
 			}
 		})
+	}
+}
+
+// provedOnDisk lists the export disk holds in lease mode, over osfs's leases, an hour after
+// its files were written, twice: the first listing hashes every file and the second, which
+// must state them all, proves the hashes. It returns the Files and the counting FS it lists
+// through; path is a file the export holds.
+func provedOnDisk(t *testing.T, wd string, disk *osfs.FS, path string) (*application.Files, *countingFS) {
+	t.Helper()
+	session, err := osfs.OpenSessionDir(wd, "ses_watch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { session.Close() })
+	leases, err := osfs.OpenLeases(disk, session, osfs.LeaseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { leases.Close() })
+	w := newWorld(t, containment.Sealed)
+	counting := &countingFS{ExportFS: disk}
+	files := application.NewFiles(outPlane, w.session, counting, w.reader, clock.NewManual(time.Now().Add(time.Hour)), w.trace)
+	files.LeaseHashes(countedLeases{leases})
+	_, listing, err := listOf(t, files, context.Background(), get) // hashes every file
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, stats, _ := listingOf(t, files, counting, path); stats != int64(len(listing.Entries)) {
+		t.Fatalf("the listing after the hashes stated %d files, want all %d", stats, len(listing.Entries))
+	}
+	return files, counting
+}
+
+// TestAFileMountedOverTheNameIsListedAsMounted pins the rule that makes a directory entry's
+// inode proof of the file at its name: a file bind-mounted over out/f, from the same
+// filesystem, leaves out/f's directory entry naming the inode it covers, on the same device,
+// and sends no event to that inode's watch; the mount moves every count, so out/f is stated
+// and read, and listed with the mounted file's bytes.
+func TestAFileMountedOverTheNameIsListedAsMounted(t *testing.T) {
+	if !osfstest.InPrivateMountNamespace(t) {
+		return
+	}
+	const v1, v2 = "version one 16 b", "version two 16 b"
+	wd, out, disk := onDisk(t, v1, "f")
+	other := filepath.Join(wd, "other")
+	write(t, other, v2)
+	files, counting := provedOnDisk(t, wd, disk, "f")
+	if err := unix.Mount(other, filepath.Join(out, "f"), "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	// Detached, as the lease of the mounted file holds it until the leases are closed.
+	t.Cleanup(func() { _ = unix.Unmount(filepath.Join(out, "f"), unix.MNT_DETACH) })
+	got, stats, read := listingOf(t, files, counting, "f")
+	if got.SHA256 != sha(v2) || stats != 1 || read == 0 {
+		t.Fatalf("listed %+v, stating %d files and reading %d bytes; want the mounted file's hash, stated and read", got, stats, read)
 	}
 }

@@ -4,6 +4,8 @@ package osfstest
 
 import (
 	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,4 +37,31 @@ func ChangeModes(t testing.TB, n int, a, b string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// insideEnv names, in the environment of a test binary InPrivateMountNamespace runs again, the
+// test it runs it for.
+const insideEnv = "RESPLANE_OSFSTEST_MOUNT_NAMESPACE"
+
+// InPrivateMountNamespace reports whether the test runs in a mount namespace of its own, where
+// it may mount and unmount without touching the machine's. Called from a top-level test
+// outside one, it runs the test binary again with that test alone (unshare --mount
+// --propagation private, which needs root, as CI runs the tests), fails t unless that run
+// passed, and returns false: the test then has nothing more to do.
+func InPrivateMountNamespace(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(insideEnv) == t.Name() {
+		return true
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("this test mounts in a mount namespace of its own: it needs root, as CI runs it")
+	}
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private",
+		os.Args[0], "-test.run", "^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), insideEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("%s in a mount namespace of its own: %v\n%s", t.Name(), err, out)
+	}
+	return false
 }

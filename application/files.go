@@ -13,6 +13,7 @@ import (
 	"github.com/resplane/resplane/domain/manifest"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/domain/trace"
 	"github.com/resplane/resplane/ports"
 )
@@ -183,10 +184,11 @@ func (s *Files) list(ctx context.Context, req Request, gen uint64, encode func(*
 
 // walk fills listing with the export's regular files. A file the hash cache proves unchanged
 // by the stat the walk took without opening it (and, for a hash taken under a lease, by the
-// lease) is listed from that stat with its earlier hash (hashcache.go) and never opened; any
-// other file is opened, leased when the cache takes leases, then read and hashed, and listed
-// from the stat of the descriptor it was read from. A file that cannot be read whole is
-// io_error: a listing is never shorter than the tree.
+// lease), or, under a watched lease quiet since a stat proved it, by that earlier stat and
+// its directory entry, is listed from that stat with its earlier hash (hashcache.go) and never
+// opened; any other file is opened, leased when the cache takes leases, then read and hashed,
+// and listed from the stat of the descriptor it was read from. A file that cannot be read
+// whole is io_error: a listing is never shorter than the tree.
 func (s *Files) walk(ctx context.Context, listing *Listing) error {
 	hashes := s.hashes.start(s.clock.Now())
 	listing.Entries = make([]ListedFile, 0, hashes.files()) // never nil: an empty listing is []
@@ -199,8 +201,8 @@ func (s *Files) walk(ctx context.Context, listing *Listing) error {
 		listing.Entries = append(listing.Entries, ListedFile{Path: path, Size: size, MTimeMs: st.ModTime.UnixMilli(), SHA256: sha})
 	}
 	err := s.fs.Walk(ctx, s.plane.Root, s.session.Containment, ports.Visitor{
-		Known: func(path []byte, stat func() (ports.FileStat, bool)) bool {
-			c, st, ok := hashes.reuse(path, stat)
+		Known: func(path []byte, inode resolve.Inode, stat func() (ports.FileStat, bool)) bool {
+			c, st, ok := hashes.reuse(path, inode, stat)
 			if ok {
 				add(c.path, st, c.size, c.sha256)
 			}

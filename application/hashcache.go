@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -26,8 +27,10 @@ const RacyWindow = 2 * time.Second
 const (
 	// ListingCacheLease: the service takes read leases (Files.LeaseHashes). A hash taken under
 	// a lease is reused while its stat proves the file unchanged and the lease is unbroken,
-	// however old it is; a file that was open for writing when it was hashed is hashed again
-	// at every listing; any other file the service could not lease keeps the max-age bound.
+	// however old it is, and without the stat while the lease's watch reports no change since
+	// a stat proved it (cachedHash.quiet); a file that was open for writing when it was hashed
+	// is hashed again at every listing; any other file the service could not lease keeps the
+	// max-age bound.
 	ListingCacheLease = "lease"
 	// ListingCacheMaxAge: no leases. A cached hash is reused only while its stat proves the
 	// file unchanged and for at most --hash-cache-max-age after it was taken
@@ -51,6 +54,11 @@ type cachedHash struct {
 	// nil when the file could not be leased (or no leases are taken), and the hash then has
 	// the age bound.
 	lease *heldLease
+	// proven is set once a stat taken after the lease was (and while its watch is) in place
+	// proved the entry unchanged, and changes is the lease's Changes read just before that
+	// stat: while the count stays that, the stat still holds (quiet).
+	proven  bool
+	changes uint64
 }
 
 // heldLease is a read lease that the generations listing its file share: it is released
@@ -73,20 +81,56 @@ func (l *heldLease) drop() {
 	}
 }
 
-// reusable reports whether c may be listed again by a listing that starts at moment, and
-// the file's stat: the stat proves the file unchanged (provesUnchanged), and either c's lease
-// is still unbroken, or c has no lease and its age bound (maxAge, when positive) has not
-// passed. stat is called only when the age allows reuse, and the lease asked only when the
-// stat does.
-func (c *cachedHash) reusable(moment int64, maxAge time.Duration, stat func() (ports.FileStat, bool)) (ports.FileStat, bool) {
+// reusable reports whether c may be listed again by a listing that starts at moment, the
+// file's stat, and the entry the new listing keeps for it (c itself, or c with a later proof).
+// c is reusable without a stat when it is quiet (its proof still holds, and the file's entry
+// names the inode c was taken of). Otherwise the stat must prove the file unchanged
+// (provesUnchanged), and either c's lease be still unbroken, or c have no lease and its age
+// bound (maxAge, when positive) not have passed. stat is called only when the age allows
+// reuse, and the lease asked only when the stat proves; a watched lease's count is read
+// before the stat, and kept with the entry as its proof.
+func (c *cachedHash) reusable(moment int64, maxAge time.Duration, inode resolve.Inode, stat func() (ports.FileStat, bool)) (ports.FileStat, cachedHash, bool) {
+	if c.quiet(inode) {
+		return c.stat(), *c, true
+	}
 	if c.lease == nil && maxAge > 0 && moment > c.expiresAt(maxAge) {
-		return ports.FileStat{}, false
+		return ports.FileStat{}, cachedHash{}, false
+	}
+	var changes uint64
+	var watched bool
+	if c.lease != nil {
+		changes, watched = c.lease.Changes()
 	}
 	st, ok := stat()
 	if !ok || !c.provesUnchanged(st) || c.lease != nil && !c.lease.Held() {
-		return ports.FileStat{}, false
+		return ports.FileStat{}, cachedHash{}, false
 	}
-	return st, true
+	kept := *c
+	kept.proven, kept.changes = watched, changes
+	return st, kept, true
+}
+
+// quiet reports whether c is provably unchanged without a stat: a stat proved it (proven,
+// which also means the racy rule held, by c's own times, which nothing changes), its lease
+// is still unbroken, no change to the inode was reported since that stat (the watched
+// count is the one read before it), and inode, what the file's directory entry names, is
+// the inode c was taken of, on c's device. The lease pins that inode, so no other file can
+// take its number while the lease is held; an entry's device is its directory's, so a file
+// on another filesystem than its directory (a mount) is never quiet.
+func (c *cachedHash) quiet(inode resolve.Inode) bool {
+	if !c.proven || inode.Number != c.inode || inode.Device != c.device || inode.Number == 0 || !c.lease.Held() {
+		return false
+	}
+	changes, watched := c.lease.Changes()
+	return watched && changes == c.changes
+}
+
+// stat is the FileStat c was taken with.
+func (c *cachedHash) stat() ports.FileStat {
+	return ports.FileStat{
+		Device: c.device, Inode: c.inode, Size: c.size,
+		ModTime: time.Unix(0, c.mtime), ChangeTime: time.Unix(0, c.ctime),
+	}
 }
 
 // provesUnchanged reports whether a file whose stat is st is provably the version c was
@@ -146,9 +190,14 @@ type hashGeneration struct {
 }
 
 // start begins one listing's use of the cache at moment, which must be no later than any open
-// the listing makes. The listing must end with finish or abandon.
+// the listing makes, and brings the leases' counts up to date (ReadLeases.Sync): a change
+// completed before the listing started is seen by it. The listing must end with finish or
+// abandon.
 func (c *hashCache) start(moment time.Time) *hashWalk {
 	w := &hashWalk{cache: c, moment: moment.UnixNano()}
+	if c.leases != nil {
+		c.leases.Sync()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if g := c.latest; g != nil {
@@ -194,11 +243,11 @@ type hashWalk struct {
 // files is how many files the latest listing hashed or reused: what this one will likely see.
 func (w *hashWalk) files() int { return len(w.earlier) }
 
-// reuse returns the earlier listing's hash of the file listed under path, and the file's stat,
-// when there is one and it is reusable (cachedHash.reusable). It calls stat only when the
-// earlier listing listed a file under path. Paths must come in the listing's order; the same
-// path may be asked about again.
-func (w *hashWalk) reuse(path []byte, stat func() (ports.FileStat, bool)) (*cachedHash, ports.FileStat, bool) {
+// reuse returns the earlier listing's hash of the file listed under path, whose directory
+// entry names inode, and the file's stat, when there is one and it is reusable
+// (cachedHash.reusable). It calls stat only when the earlier listing listed a file under
+// path. Paths must come in the listing's order; the same path may be asked about again.
+func (w *hashWalk) reuse(path []byte, inode resolve.Inode, stat func() (ports.FileStat, bool)) (*cachedHash, ports.FileStat, bool) {
 	for w.next < len(w.earlier) && w.earlier[w.next].path < string(path) {
 		w.next++
 	}
@@ -206,16 +255,21 @@ func (w *hashWalk) reuse(path []byte, stat func() (ports.FileStat, bool)) (*cach
 		return nil, ports.FileStat{}, false
 	}
 	c := &w.earlier[w.next]
-	st, ok := c.reusable(w.moment, w.cache.maxAge, stat)
+	st, kept, ok := c.reusable(w.moment, w.cache.maxAge, inode, stat)
 	if !ok {
 		return nil, ports.FileStat{}, false
 	}
-	if w.seen == nil && w.next == w.kept {
+	if w.seen == nil && w.next == w.kept && kept.sameProof(c) {
 		w.kept++
 	} else {
-		w.record(*c)
+		w.record(kept)
 	}
 	return c, st, true
+}
+
+// sameProof reports whether c keeps the proof d has.
+func (c *cachedHash) sameProof(d *cachedHash) bool {
+	return c.proven == d.proven && c.changes == d.changes
 }
 
 // lease takes a read lease on f, the file about to be read and hashed, when the cache takes

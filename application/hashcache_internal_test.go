@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -58,7 +59,7 @@ func TestTheCacheHoldsOnlyTheLatestCompleteListing(t *testing.T) {
 	}
 
 	second := f.listing()
-	if c, _, ok := second.reuse([]byte("a"), statOf(1)); !ok || c.sha256 != "1" {
+	if c, _, ok := second.reuse([]byte("a"), resolve.Inode{}, statOf(1)); !ok || c.sha256 != "1" {
 		t.Fatal("a was not reused")
 	}
 	second.finish() // b is gone
@@ -85,36 +86,36 @@ func TestAListingCopiesTheCacheOnlyWhenItDiffers(t *testing.T) {
 		shared bool // whether the cache is still the earlier generation's array
 	}{
 		{"reusing every entry in order keeps the cache without a copy", func(w *hashWalk) {
-			w.reuse([]byte("a"), statOf(1))
-			w.reuse([]byte("b"), statOf(2))
-			w.reuse([]byte("c"), statOf(3))
+			w.reuse([]byte("a"), resolve.Inode{}, statOf(1))
+			w.reuse([]byte("b"), resolve.Inode{}, statOf(2))
+			w.reuse([]byte("c"), resolve.Inode{}, statOf(3))
 		}, []string{"a=1", "b=2", "c=3"}, true},
 		{"a stat that fails the proof and is hashed again is stored in its place", func(w *hashWalk) {
-			w.reuse([]byte("a"), statOf(1))
-			if _, _, ok := w.reuse([]byte("b"), statOf(9)); ok {
+			w.reuse([]byte("a"), resolve.Inode{}, statOf(1))
+			if _, _, ok := w.reuse([]byte("b"), resolve.Inode{}, statOf(9)); ok {
 				t.Error("b was reused under another inode")
 			}
 			w.took("b", stOf(9), 1, "9", nil)
-			w.reuse([]byte("c"), statOf(3))
+			w.reuse([]byte("c"), resolve.Inode{}, statOf(3))
 		}, []string{"a=1", "b=9", "c=3"}, false},
 		{"a file added in the middle is stored in order", func(w *hashWalk) {
-			w.reuse([]byte("a"), statOf(1))
+			w.reuse([]byte("a"), resolve.Inode{}, statOf(1))
 			w.took("ab", stOf(7), 1, "7", nil)
-			w.reuse([]byte("b"), statOf(2))
-			w.reuse([]byte("c"), statOf(3))
+			w.reuse([]byte("b"), resolve.Inode{}, statOf(2))
+			w.reuse([]byte("c"), resolve.Inode{}, statOf(3))
 		}, []string{"a=1", "ab=7", "b=2", "c=3"}, false},
 		{"a file gone from the middle is dropped", func(w *hashWalk) {
-			w.reuse([]byte("a"), statOf(1))
-			w.reuse([]byte("c"), statOf(3))
+			w.reuse([]byte("a"), resolve.Inode{}, statOf(1))
+			w.reuse([]byte("c"), resolve.Inode{}, statOf(3))
 		}, []string{"a=1", "c=3"}, false},
 		{"files gone from the end are dropped from a copy", func(w *hashWalk) {
-			w.reuse([]byte("a"), statOf(1))
+			w.reuse([]byte("a"), resolve.Inode{}, statOf(1))
 		}, []string{"a=1"}, false},
 		{"a path asked about again after a failed open is kept once", func(w *hashWalk) {
-			w.reuse([]byte("a"), statOf(1))
-			w.reuse([]byte("b"), func() (ports.FileStat, bool) { return ports.FileStat{}, false })
-			w.reuse([]byte("b"), statOf(2))
-			w.reuse([]byte("c"), statOf(3))
+			w.reuse([]byte("a"), resolve.Inode{}, statOf(1))
+			w.reuse([]byte("b"), resolve.Inode{}, func() (ports.FileStat, bool) { return ports.FileStat{}, false })
+			w.reuse([]byte("b"), resolve.Inode{}, statOf(2))
+			w.reuse([]byte("c"), resolve.Inode{}, statOf(3))
 		}, []string{"a=1", "b=2", "c=3"}, true},
 	}
 	for _, c := range cases {
@@ -181,7 +182,7 @@ func TestAHashIsReusedNoLongerThanTheMaxAgeAndExpiriesAreSpread(t *testing.T) {
 			w := f.c.start(hashedAt)
 			w.took("a", stOf(7), 1, "aa", nil)
 			w.finish()
-			_, _, ok := f.c.start(hashedAt.Add(tc.after)).reuse([]byte("a"), statOf(7))
+			_, _, ok := f.c.start(hashedAt.Add(tc.after)).reuse([]byte("a"), resolve.Inode{}, statOf(7))
 			if ok != tc.reused {
 				t.Fatalf("reused %v, want %v", ok, tc.reused)
 			}

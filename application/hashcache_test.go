@@ -14,19 +14,27 @@ import (
 	"github.com/resplane/resplane/application"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 	"github.com/resplane/resplane/ports/porttest/fixture"
 )
 
-// countingFS counts the bytes every listing reads from the files it visits.
+// countingFS counts the bytes every listing reads from the files it visits, and the stats
+// it takes of the files it is asked about.
 type countingFS struct {
 	ports.ExportFS
-	read atomic.Int64
+	read, stats atomic.Int64
 }
 
 func (c *countingFS) Walk(ctx context.Context, root string, class containment.Class, visit ports.Visitor) error {
-	inner := visit.Visit
+	inner, known := visit.Visit, visit.Known
 	visit.Visit = func(p string, f ports.File) error { return inner(p, countingFile{f, &c.read}) }
+	visit.Known = func(p []byte, inode resolve.Inode, stat func() (ports.FileStat, bool)) bool {
+		return known(p, inode, func() (ports.FileStat, bool) {
+			c.stats.Add(1)
+			return stat()
+		})
+	}
 	return c.ExportFS.Walk(ctx, root, class, visit)
 }
 
@@ -302,17 +310,7 @@ func TestListingSeesEveryChangeOnARealFilesystem(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
-			wd := t.TempDir()
-			out := filepath.Join(wd, "out")
-			if err := os.Mkdir(out, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			write(t, filepath.Join(out, "f"), v1)
-			disk, err := osfs.New(wd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer disk.Close()
+			_, out, disk := onDisk(t, v1, "f")
 			var clk ports.Clock = clock.NewManual(time.Now().Add(time.Hour))
 			if c.realClock {
 				clk = &clock.System{}
@@ -337,6 +335,26 @@ func TestListingSeesEveryChangeOnARealFilesystem(t *testing.T) {
 
 // setClock moves the world's clock to at.
 func setClock(w *world, at time.Time) { w.clock.Advance(at.Sub(w.clock.Now())) }
+
+// onDisk makes a workdir on the real filesystem whose out/ holds each of names with content,
+// and returns it, out/ and its osfs.FS, closed when the test ends.
+func onDisk(t *testing.T, content string, names ...string) (wd, out string, disk *osfs.FS) {
+	t.Helper()
+	wd = t.TempDir()
+	out = filepath.Join(wd, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		write(t, filepath.Join(out, name), content)
+	}
+	disk, err := osfs.New(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { disk.Close() })
+	return wd, out, disk
+}
 
 // write creates path holding content, with the fixtures' modification time.
 func write(t *testing.T, path, content string) {

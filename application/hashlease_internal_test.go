@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 )
 
@@ -20,6 +21,9 @@ func (l *fakeLease) Held() bool {
 	defer l.mu.Unlock()
 	return !l.broken && l.releases == 0
 }
+
+// Changes reports the fake lease unwatched: every reuse of its file is proved by a stat.
+func (l *fakeLease) Changes() (uint64, bool) { return 0, false }
 
 func (l *fakeLease) Release() {
 	l.mu.Lock()
@@ -37,6 +41,8 @@ func (l *fakeLease) released() int {
 type oneLease struct{ l *fakeLease }
 
 func (o oneLease) Lease(ports.File) (ports.Lease, error) { return o.l, nil }
+
+func (oneLease) Sync() {}
 
 // leasedFixture is a cache that takes leases.
 func leasedFixture() *cacheFixture {
@@ -72,7 +78,7 @@ func TestALeaseIsReleasedOnceNoStoredGenerationListsIt(t *testing.T) {
 		b := f.hashLeased(first, "b", 2, false)
 		first.finish()
 		second := f.listing()
-		if _, _, ok := second.reuse([]byte("a"), statOf(1)); !ok {
+		if _, _, ok := second.reuse([]byte("a"), resolve.Inode{}, statOf(1)); !ok {
 			t.Fatal("a held lease with the same stat was not reused")
 		}
 		if b.released() != 0 {
@@ -93,7 +99,7 @@ func TestALeaseIsReleasedOnceNoStoredGenerationListsIt(t *testing.T) {
 		old.broken = true
 		old.mu.Unlock()
 		second := f.listing()
-		if _, _, ok := second.reuse([]byte("a"), statOf(1)); ok {
+		if _, _, ok := second.reuse([]byte("a"), resolve.Inode{}, statOf(1)); ok {
 			t.Fatal("a broken lease's hash was reused")
 		}
 		renewed := f.hashLeased(second, "a", 1, false)
@@ -101,7 +107,7 @@ func TestALeaseIsReleasedOnceNoStoredGenerationListsIt(t *testing.T) {
 		if old.released() != 1 || renewed.released() != 0 {
 			t.Fatalf("releases: the broken lease %d (want 1), the new one %d (want 0)", old.released(), renewed.released())
 		}
-		if c, _, ok := f.listing().reuse([]byte("a"), statOf(1)); !ok || c.lease.Lease != renewed {
+		if c, _, ok := f.listing().reuse([]byte("a"), resolve.Inode{}, statOf(1)); !ok || c.lease.Lease != renewed {
 			t.Fatal("the next listing does not reuse the hash under the new lease")
 		}
 	})
@@ -112,7 +118,7 @@ func TestALeaseIsReleasedOnceNoStoredGenerationListsIt(t *testing.T) {
 		kept := f.hashLeased(first, "a", 1, false)
 		first.finish()
 		failed := f.listing()
-		failed.reuse([]byte("a"), statOf(1))
+		failed.reuse([]byte("a"), resolve.Inode{}, statOf(1))
 		taken := f.hashLeased(failed, "b", 2, false)
 		failed.abandon()
 		if kept.released() != 0 || taken.released() != 1 {
@@ -140,7 +146,7 @@ func TestALeaseIsReleasedOnceNoStoredGenerationListsIt(t *testing.T) {
 		if a.released() != 0 {
 			t.Fatal("a's lease was released while a listing still reads the generation listing it")
 		}
-		if _, _, ok := reusing.reuse([]byte("a"), statOf(1)); !ok {
+		if _, _, ok := reusing.reuse([]byte("a"), resolve.Inode{}, statOf(1)); !ok {
 			t.Fatal("a was not reused")
 		}
 		reusing.finish() // stores a again, under its lease
@@ -180,6 +186,8 @@ func (c *countingLeases) Lease(ports.File) (ports.Lease, error) {
 	return l, nil
 }
 
+func (*countingLeases) Sync() {}
+
 // TestConcurrentListingsReleaseEveryLeaseOnceAndNoneStillListed pins hashCache's leases under
 // listings running at once, each reusing, re-hashing and dropping files of the generation it
 // read while others store theirs: once they are done, every lease the stored generation lists
@@ -199,7 +207,7 @@ func TestConcurrentListingsReleaseEveryLeaseOnceAndNoneStillListed(t *testing.T)
 					}
 					inode := uint64(i + 1)
 					if (i*7+round+worker)%3 != 0 {
-						if _, _, ok := w.reuse([]byte(p), statOf(inode)); ok {
+						if _, _, ok := w.reuse([]byte(p), resolve.Inode{}, statOf(inode)); ok {
 							continue
 						}
 					}

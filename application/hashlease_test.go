@@ -15,6 +15,8 @@ type unleasable struct{}
 
 func (unleasable) Lease(ports.File) (ports.Lease, error) { return nil, errors.New("not the owner") }
 
+func (unleasable) Sync() {}
+
 // countedLeases leases the file a countingFile counts the reads of.
 type countedLeases struct{ ports.ReadLeases }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/pathpolicy"
+	"github.com/resplane/resplane/domain/resolve"
 )
 
 // ExportFS resolves and opens regular files beneath one export root of the capsule's workdir.
@@ -57,7 +58,10 @@ type ExportFS interface {
 // Visitor is what ExportFS.Walk does with each listable regular file, in the walk's order.
 type Visitor struct {
 	// Known, when set, is asked first about each file, with its reported path (valid only
-	// during the call: Known copies it to keep it) and stat, which reads the file's FileStat
+	// during the call: Known copies it to keep it), the inode its directory entry names (its
+	// Device and Number are a FileStat's Device and Inode when nothing is mounted on the
+	// name; the zero resolve.Inode through a followed symlink, or when the implementation
+	// cannot say), and stat, which reads the file's FileStat
 	// without opening it (docs/operator-guide.md, "Listing cost"): the stat of the inode
 	// linked at the file's name, taken relative to the directory the walk holds and never
 	// following a symlink there; through a followed symlink, of the inode the link resolved
@@ -68,7 +72,7 @@ type Visitor struct {
 	// stat alone: the file is then neither opened nor visited. Known may be asked again about
 	// the same path when the file was replaced before it could be opened. When Known is nil
 	// every file is opened.
-	Known func(path []byte, stat func() (FileStat, bool)) bool
+	Known func(path []byte, inode resolve.Inode, stat func() (FileStat, bool)) bool
 	// Visit is handed each file Known did not know, opened; it must not retain it, and Walk
 	// closes it afterwards. Its Stat, Size and ModTime come from the opened descriptor, and
 	// may differ from what stat gave Known if the file changed in between.

@@ -23,6 +23,10 @@ type ReadLeases interface {
 	// error (the file belongs to another user, the filesystem or the limit of leases held
 	// does not allow one) says only that this file cannot be leased.
 	Lease(f File) (Lease, error)
+	// Sync brings every lease's Changes up to date: a change to a leased file that completed
+	// before Sync was called has moved that lease's Changes by the time Sync returns. A
+	// listing calls it once, before it reads any lease's Changes.
+	Sync()
 }
 
 // Lease is one read lease ReadLeases took. It is safe for concurrent use.
@@ -31,6 +35,17 @@ type Lease interface {
 	// its file (and no truncation) can have succeeded since it was taken. It is false once
 	// the lease was given up to a writer, or released.
 	Held() bool
+	// Changes reports a count of the changes made to the leased inode, and whether the lease
+	// is watched at all. Two counts read while it is watched are equal only if no change to
+	// the inode's bytes or attributes (its times, mode, owner or link count; a rename of it)
+	// completed after the first was read and before a Sync that began before the second was
+	// read. So a reader that read a count before a stat of the inode, and reads the same
+	// count after a later Sync, knows that stat still holds without taking it again. The
+	// inode a lease pins is still linked under the name it was stated by only as far as the
+	// caller checks that name. An unwatched lease (watched false, its count meaningless)
+	// proves nothing of the kind, nor does a lease that is not Held; a watched lease may
+	// become unwatched, never the reverse.
+	Changes() (count uint64, watched bool)
 	// Release gives the lease up; it may be called more than once, and by any goroutine.
 	Release()
 }

@@ -23,12 +23,35 @@ func (l Leases) Lease(f ports.File) (ports.Lease, error) {
 	if !ok || of.closed {
 		return nil, fmt.Errorf("memfs: not an open file of this FS")
 	}
-	l.fs.mu.RLock()
-	defer l.fs.mu.RUnlock()
+	l.fs.mu.Lock()
+	defer l.fs.mu.Unlock()
 	if of.n.writers > 0 {
 		return nil, ports.ErrOpenForWriting
 	}
+	if _, ok := l.fs.synced[of.n]; !ok {
+		l.fs.synced[of.n] = of.n.changes // the watch starts now
+	}
 	return &lease{fs: l.fs, n: of.n, breaks: of.n.breaks}, nil
+}
+
+// Sync implements ports.ReadLeases: every leased file's changes and every overflow so far
+// become what Changes reports.
+func (l Leases) Sync() {
+	l.fs.mu.Lock()
+	defer l.fs.mu.Unlock()
+	for n := range l.fs.synced {
+		l.fs.synced[n] = n.changes
+	}
+	l.fs.epoch += l.fs.overflows
+	l.fs.overflows = 0
+}
+
+// Overflow models the kernel's event queue overflowing: from the next Sync on, every lease's
+// Changes has moved.
+func (l Leases) Overflow() {
+	l.fs.mu.Lock()
+	defer l.fs.mu.Unlock()
+	l.fs.overflows++
 }
 
 // lease is held while its file has not been broken since it was taken, until Release.
@@ -46,6 +69,19 @@ func (x *lease) Held() bool {
 	x.fs.mu.RLock()
 	defer x.fs.mu.RUnlock()
 	return !x.released && x.n.breaks == x.breaks
+}
+
+// Changes implements ports.Lease: the file's changes and the overflows as of the latest
+// Sync; a released lease is unwatched.
+func (x *lease) Changes() (uint64, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.fs.mu.RLock()
+	defer x.fs.mu.RUnlock()
+	if x.released {
+		return 0, false
+	}
+	return x.fs.synced[x.n] + x.fs.epoch, true
 }
 
 func (x *lease) Release() {

@@ -15,10 +15,14 @@
 // Leases is its ports.ReadLeases, held to the same contract suite as osfs's: a lease is
 // broken by every Rewrite and OpenForWriting of its file, and refused while an
 // OpenForWriting holds the file; WriteMapped changes a file's bytes as a write through an
-// already-dirty shared mapping does, moving no time.
+// already-dirty shared mapping does, moving no time. Each lease is watched: its Changes move
+// at the next Sync after any change an inotify watch on the file would report (every
+// mutator's change to a file or its names but WriteMapped's), and Overflow moves them all as
+// an overflowed event queue does.
 //
-// The mutators (Mkdir, WriteFile, Rewrite, WriteMapped, OpenForWriting, Symlink, MakeFIFO,
-// MakeSocket, MakeDevice, Deny, Remove) let a test change the tree while the FS is in use;
+// The mutators (Mkdir, WriteFile, Rewrite, SetTimes, Rename, WriteMapped, OpenForWriting,
+// Symlink, MakeFIFO, MakeSocket, MakeDevice, Deny, Remove) let a test change the tree while
+// the FS is in use;
 // every method is safe for concurrent use. WriteFile replaces a file with a new one (a new
 // inode), as a rename into place does; Rewrite changes a file in place (the same inode) with
 // the timestamps the test names, so a test controls exactly what a file's ports.FileStat
@@ -68,6 +72,9 @@ type node struct {
 	// writers counts the opens for writing OpenForWriting holds; breaks counts every open
 	// for writing and every Rewrite, each of which breaks the file's read leases (Leases).
 	writers, breaks int // kindFile
+	// changes counts every change an inotify watch on the file would report: a Rewrite,
+	// SetTimes, Deny, a rename of it, and the loss of a name (Leases' Changes).
+	changes uint64 // kindFile
 }
 
 // device is the device number every file of an FS reports.
@@ -79,6 +86,10 @@ type FS struct {
 	workdir   string
 	top       *node
 	lastInode uint64
+	// synced holds each leased file's changes as of the latest Leases.Sync, and epoch the
+	// overflows synced; overflows counts those since.
+	synced           map[*node]uint64
+	epoch, overflows uint64
 }
 
 var _ ports.ExportFS = (*FS)(nil)
@@ -86,7 +97,7 @@ var _ ports.ExportFS = (*FS)(nil)
 // New returns an empty workdir that pretends to live at workdir, an absolute, clean path such
 // as "/srv/capsule": absolute symlink targets are read against it.
 func New(workdir string) *FS {
-	return &FS{workdir: workdir, top: &node{kind: kindDir, children: map[string]*node{}}}
+	return &FS{workdir: workdir, top: &node{kind: kindDir, children: map[string]*node{}}, synced: map[*node]uint64{}}
 }
 
 // OpenFile implements ports.ExportFS.
@@ -214,16 +225,16 @@ func (d *dir) Entries() ([]resolve.Entry, error) {
 	}
 	entries := make([]resolve.Entry, 0, len(d.n.children))
 	for name, n := range d.n.children {
-		k := resolve.Other
+		e := resolve.Entry{Name: name, Kind: resolve.Other}
 		switch n.kind {
 		case kindDir:
-			k = resolve.Directory
+			e.Kind = resolve.Directory
 		case kindFile:
-			k = resolve.Regular
+			e.Kind, e.Inode = resolve.Regular, resolve.Inode{Device: device, Number: n.inode}
 		case kindSymlink:
-			k = resolve.Symlink
+			e.Kind = resolve.Symlink
 		}
-		entries = append(entries, resolve.Entry{Name: name, Kind: k})
+		entries = append(entries, e)
 	}
 	return entries, nil
 }
@@ -320,8 +331,48 @@ func (m *FS) Rewrite(p string, data []byte, mtime, ctime time.Time) error {
 		}
 		n.data, n.mtime, n.ctime = append([]byte(nil), data...), mtime, ctime
 		n.breaks++
+		n.changes++
 		return nil
 	})
+}
+
+// SetTimes sets the times of the regular file at p, as utimensat (touch -d) does through any
+// of its names: the same inode keeps its bytes, and no lease is broken.
+func (m *FS) SetTimes(p string, mtime, ctime time.Time) error {
+	return m.update("set times", p, func(_ *node, _ string, n *node) error {
+		if n.kind != kindFile {
+			return fmt.Errorf("memfs: set times %s: not a regular file", p)
+		}
+		n.mtime, n.ctime = mtime, ctime
+		n.changes++
+		return nil
+	})
+}
+
+// Rename moves the entry at from to to, replacing whatever was there, and makes any missing
+// parents of to, as rename(2) does: a file moved, or one that lost its name to it, changes
+// (its change time, its link count); the files beneath a moved directory do not.
+func (m *FS) Rename(from, to string) error {
+	return m.update("rename", from, func(parent *node, name string, n *node) error {
+		dest, destName, err := m.parent(to)
+		if err != nil {
+			return err
+		}
+		delete(parent.children, name)
+		unlinked(dest.children[destName])
+		if n.kind == kindFile {
+			n.changes++
+		}
+		dest.children[destName] = n
+		return nil
+	})
+}
+
+// unlinked records that n (nil for none) lost a name.
+func unlinked(n *node) {
+	if n != nil && n.kind == kindFile {
+		n.changes++
+	}
 }
 
 // Symlink puts a symlink with the given target text at p, replacing whatever was there.
@@ -343,14 +394,16 @@ func (m *FS) MakeDevice(p string) error { return m.put(p, &node{kind: kindDevice
 func (m *FS) Deny(p string) error {
 	return m.update("deny", p, func(_ *node, _ string, n *node) error {
 		n.denied = true
+		n.changes++
 		return nil
 	})
 }
 
 // Remove removes the entry at p, a directory with everything beneath it.
 func (m *FS) Remove(p string) error {
-	return m.update("remove", p, func(parent *node, name string, _ *node) error {
+	return m.update("remove", p, func(parent *node, name string, n *node) error {
 		delete(parent.children, name)
+		unlinked(n)
 		return nil
 	})
 }
@@ -378,6 +431,7 @@ func (m *FS) put(p string, n *node) error {
 	if err != nil {
 		return err
 	}
+	unlinked(parent.children[name])
 	parent.children[name] = n
 	return nil
 }

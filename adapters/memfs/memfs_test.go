@@ -79,6 +79,11 @@ func TestReadLeasesContract(t *testing.T) {
 				t.Fatal(err)
 			}
 			return closeFile
+		}, SetTimes: func(path string, mtime time.Time) {
+			t.Helper()
+			if err := m.SetTimes(path, mtime, mtime.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
 		}}
 	})
 }

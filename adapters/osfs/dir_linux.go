@@ -58,7 +58,8 @@ func (d *dirFD) Lookup(name string) (resolve.Node, error) {
 }
 
 // Entries reads the directory with getdents64, taking each entry's kind from d_type (and
-// from fstatat without following, on a filesystem that does not fill d_type in).
+// from fstatat without following, on a filesystem that does not fill d_type in) and its
+// inode from d_ino, on the device one fstat of the directory gives (none when it fails).
 func (d *dirFD) Entries() ([]resolve.Entry, error) {
 	fd := d.fd
 	if d.pathOnly {
@@ -70,6 +71,11 @@ func (d *dirFD) Entries() ([]resolve.Entry, error) {
 		}
 		defer unix.Close(rfd)
 		fd = rfd
+	}
+	var device uint64
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err == nil {
+		device = uint64(st.Dev)
 	}
 	var entries []resolve.Entry
 	pooled := direntBuffers.Get().(*[]byte)
@@ -83,7 +89,7 @@ func (d *dirFD) Entries() ([]resolve.Entry, error) {
 		if n <= 0 {
 			return entries, nil
 		}
-		entries = appendDirents(entries, fd, buf[:n])
+		entries = appendDirents(entries, fd, device, buf[:n])
 	}
 }
 
@@ -97,15 +103,17 @@ var direntBuffers = sync.Pool{New: func() any {
 // The layout of struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1),
 // then the NUL-terminated name, padded to d_reclen.
 const (
+	direntIno    = 0
 	direntReclen = 16
 	direntType   = 18
 	direntName   = 19
 )
 
-// appendDirents appends the entries of buf, the records one getdents64 call filled in. The
-// names are cut from one string copied from buf, so that a batch costs one allocation for its
+// appendDirents appends the entries of buf, the records one getdents64 call filled in from
+// dirfd, a directory on device (zero: unknown, and no entry then names its inode). The names
+// are cut from one string copied from buf, so that a batch costs one allocation for its
 // names and at most one to grow entries, not one per name.
-func appendDirents(entries []resolve.Entry, dirfd int, buf []byte) []resolve.Entry {
+func appendDirents(entries []resolve.Entry, dirfd int, device uint64, buf []byte) []resolve.Entry {
 	records := 0
 	for rest := buf; len(rest) >= direntName; records++ {
 		reclen := int(binary.NativeEndian.Uint16(rest[direntReclen:]))
@@ -123,6 +131,10 @@ func appendDirents(entries []resolve.Entry, dirfd int, buf []byte) []resolve.Ent
 			name = name[:i]
 		}
 		typ := buf[off+direntType]
+		var inode resolve.Inode
+		if device != 0 {
+			inode = resolve.Inode{Device: device, Number: binary.NativeEndian.Uint64(buf[off+direntIno:])}
+		}
 		off += reclen
 		if name == "." || name == ".." {
 			continue
@@ -135,7 +147,7 @@ func appendDirents(entries []resolve.Entry, dirfd int, buf []byte) []resolve.Ent
 			}
 			kind = kindOfMode(st.Mode)
 		}
-		entries = append(entries, resolve.Entry{Name: name, Kind: kind})
+		entries = append(entries, resolve.Entry{Name: name, Kind: kind, Inode: inode})
 	}
 	return entries
 }

@@ -18,3 +18,6 @@ func OwnLeasesByTheProcess(l *Leases) {
 		}
 	}
 }
+
+// WatchFD is the inotify instance l watches its leased inodes with; -1 when there is none.
+func WatchFD(l *Leases) int { return l.watches.fd }

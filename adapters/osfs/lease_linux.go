@@ -36,6 +36,15 @@ import (
 // the owner is set), Leases asks every lease it holds whether it is still unbroken
 // (F_GETLEASE).
 //
+// A lease does not stop what changes a file's attributes and not its bytes (utimensat,
+// chmod, chown, a link or unlink of a name, a rename), so Leases also watches each leased
+// inode with one inotify instance of its own (leasewatch_linux.go): the watch is added
+// through the lease's descriptor (/proc/self/fd/N), so it is on exactly the leased inode,
+// whatever names it has, and shared, counted, by every lease of that inode. Sync reads the
+// queued events without waiting (the kernel queues an event before the system call that
+// made it returns), and each moves its watch's count (Changes); an overflowed queue, or a
+// change of the process's mount table (/proc/self/mountinfo, polled), moves every count.
+//
 // What it guarantees:
 //
 //   - A lease is taken on the descriptor the file's bytes are then read from, before they
@@ -54,6 +63,11 @@ import (
 //     treated as one that cannot be leased.
 //   - Every SweepEvery, a lease whose file no longer has a name (fstat: no link left) is
 //     given up.
+//   - A watched lease's Changes moves, by the end of the next Sync, after any change to its
+//     inode's times, mode, owner, link count or bytes and any rename of it, completed through
+//     any name before that Sync began, and after any overflow or mount. A lease whose watch
+//     could not be added (no /proc, ENOSPC past max_user_watches, the limit below), or whose
+//     watch the kernel removed, reports itself unwatched, and proves nothing by its count.
 //
 // What it does not guarantee:
 //
@@ -75,6 +89,15 @@ import (
 //     while the service runs, below twice the time Held trusts an answer, lets a writer
 //     through a break before Held has asked again.
 //   - SIGIO and signal 40 (leaseSignal) are the process's: nothing else in it may use them.
+//   - Each watched inode costs an inotify watch of the service's user (up to about 1 KiB of
+//     kernel memory, by the kernel's own reckoning, which counts the inode the lease pins
+//     anyway) and counts against /proc/sys/fs/inotify/max_user_watches, which the
+//     agent, running as the same user, shares: Leases watches at most half of it, and the
+//     leases beyond are unwatched.
+//   - A change the kernel reports to no inotify watch is not counted: the inode flags
+//     (chattr, FS_IOC_SETFLAGS) move its change time and nothing a listing reports. A
+//     network or FUSE filesystem changed by its server reports nothing either, as it breaks
+//     no lease.
 //
 // Leases is safe for concurrent use.
 type Leases struct {
@@ -84,6 +107,9 @@ type Leases struct {
 	// trust is how long Held believes the kernel's F_RDLCK without asking again: half of
 	// lease-break-time, or zero (always ask) when it cannot be read.
 	trust time.Duration
+
+	// watches watches each leased inode for the changes a lease does not stop (Changes).
+	watches *watches
 
 	// tid is the thread the leases signal; it reads breaks until stop is closed.
 	tid     int
@@ -153,6 +179,7 @@ func OpenLeases(fs *FS, session *SessionDir, opts LeaseOptions) (*Leases, error)
 	if err := <-tid; err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrLeasesUnavailable, err)
 	}
+	l.watches = openWatches()
 	signal.Notify(l.signals, syscall.SIGIO, leaseSignal)
 	go l.serve(opts.SweepEvery)
 	return l, nil
@@ -161,15 +188,20 @@ func OpenLeases(fs *FS, session *SessionDir, opts LeaseOptions) (*Leases, error)
 // breakTime is /proc/sys/fs/lease-break-time: how long the kernel makes a writer wait for a
 // lease to be given up before it removes the lease itself; zero when it cannot be read.
 func breakTime() time.Duration {
-	text, err := os.ReadFile("/proc/sys/fs/lease-break-time")
+	return time.Duration(procCount("/proc/sys/fs/lease-break-time")) * time.Second
+}
+
+// procCount is the count a /proc/sys file holds; zero when it cannot be read, or is negative.
+func procCount(path string) int {
+	text, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
-	seconds, err := strconv.Atoi(strings.TrimSpace(string(text)))
-	if err != nil || seconds < 0 {
+	n, err := strconv.Atoi(strings.TrimSpace(string(text)))
+	if err != nil || n < 0 {
 		return 0
 	}
-	return time.Duration(seconds) * time.Second
+	return n
 }
 
 // capLease is CAP_LEASE's bit in the first word of the capability sets.
@@ -254,9 +286,17 @@ func (l *Leases) Lease(f ports.File) (ports.Lease, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("osfs: the owner of a read lease: %w", err)
 	}
-	x := &lease{owner: l, fd: fd, checked: time.Now()}
+	x := &lease{owner: l, fd: fd, checked: time.Now(), watch: l.watches.add(fd)}
 	l.held[fd] = x
 	return x, nil
+}
+
+// Sync implements ports.ReadLeases: it reads every event the leased inodes' watches queued,
+// without waiting for any, and polls the mount table.
+func (l *Leases) Sync() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watches.sync()
 }
 
 // fOwnerEx is struct f_owner_ex; ownerTID is F_OWNER_TID.
@@ -370,6 +410,9 @@ func (l *Leases) Close() error {
 		_ = unix.Tgkill(os.Getpid(), l.tid, leaseSignal) // wakes catchBreaks
 		l.done.Wait()
 		l.giveUp(func(*lease) bool { return true })
+		l.mu.Lock()
+		l.watches.close()
+		l.mu.Unlock()
 	})
 	return nil
 }
@@ -380,6 +423,7 @@ type lease struct {
 	mu      sync.Mutex
 	fd      int       // -1 once closed
 	checked time.Time // when the kernel last said the lease is unbroken
+	watch   *watch    // nil when the inode is not watched
 }
 
 // Held implements ports.Lease: the kernel's answer, or its last one within the owner's trust.
@@ -404,6 +448,17 @@ func (x *lease) Held() bool {
 func (x *lease) unbroken() bool {
 	t, err := unix.FcntlInt(uintptr(x.fd), unix.F_GETLEASE, 0)
 	return err == nil && t == unix.F_RDLCK
+}
+
+// Changes implements ports.Lease: the count of the inode's watch, moved by every overflow
+// and mount; a lease given up or released is unwatched.
+func (x *lease) Changes() (uint64, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.fd < 0 {
+		return 0, false
+	}
+	return x.owner.watches.changes(x.watch)
 }
 
 // Release implements ports.Lease.
@@ -435,12 +490,13 @@ func (x *lease) nameless() bool {
 	return x.fd < 0 || unix.Fstat(x.fd, &st) != nil || st.Nlink == 0
 }
 
-// close closes the descriptor once.
+// close closes the descriptor once, and lets its watch go. The owner's mu must be held.
 func (x *lease) close() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.fd >= 0 {
 		unix.Close(x.fd)
 		x.fd = -1
+		x.owner.watches.release(x.watch)
 	}
 }

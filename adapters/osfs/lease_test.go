@@ -52,8 +52,24 @@ func TestReadLeasesContract(t *testing.T) {
 				return func() {}
 			}
 			return func() { f.Close() }
+		}, SetTimes: func(path string, mtime time.Time) {
+			t.Helper()
+			if err := os.Chtimes(otherName(t, filepath.Join(wd, path)), mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
 		}}
 	})
+}
+
+// otherName links the file at path under a new name in a directory of its own, beside the
+// workdir, and returns that name.
+func otherName(t testing.TB, path string) string {
+	t.Helper()
+	other := filepath.Join(t.TempDir(), "link")
+	if err := os.Link(path, other); err != nil {
+		t.Fatal(err)
+	}
+	return other
 }
 
 // openIn opens path beneath the workdir the way a listing does.

@@ -16,6 +16,7 @@ import (
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/pathpolicy"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 	"github.com/resplane/resplane/ports/porttest/fixture"
 )
@@ -174,7 +175,7 @@ func BenchmarkWalk(b *testing.B) {
 		fsys := benchFS(b, wd)
 		count := 0
 		visitor := ports.Visitor{
-			Known: func(_ []byte, stat func() (ports.FileStat, bool)) bool {
+			Known: func(_ []byte, _ resolve.Inode, stat func() (ports.FileStat, bool)) bool {
 				count++
 				if !known {
 					return false

@@ -12,6 +12,7 @@ import (
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/pathpolicy"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 	"github.com/resplane/resplane/ports/porttest"
 	"github.com/resplane/resplane/ports/porttest/fixture"
@@ -195,7 +196,7 @@ func TestNoDescriptorLeaks(t *testing.T) {
 			for _, root := range []string{"out", "missing", "out/a.txt", "out/self"} {
 				for _, known := range []bool{false, true} {
 					_ = fx.FS.Walk(context.Background(), root, class, ports.Visitor{
-						Known: func(_ []byte, stat func() (ports.FileStat, bool)) bool {
+						Known: func(_ []byte, _ resolve.Inode, stat func() (ports.FileStat, bool)) bool {
 							_, ok := stat()
 							return ok && known
 						},

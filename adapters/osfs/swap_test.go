@@ -15,6 +15,7 @@ import (
 	"github.com/resplane/resplane/adapters/osfs"
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/pathpolicy"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 	"github.com/resplane/resplane/ports/porttest/fixture"
 )
@@ -128,7 +129,7 @@ func readOne(t *testing.T, fs ports.ExportFS, p pathpolicy.RelPath, class contai
 func walkAll(t *testing.T, fs ports.ExportFS, class containment.Class) int {
 	n := 0
 	_ = fs.Walk(context.Background(), "out", class, ports.Visitor{
-		Known: func(p []byte, stat func() (ports.FileStat, bool)) bool {
+		Known: func(p []byte, _ resolve.Inode, stat func() (ports.FileStat, bool)) bool {
 			st, ok := stat()
 			if ok && st.Size != int64(len("inside")) {
 				t.Errorf("%s: stated %q with the size of an outside file (%d)", class, p, st.Size)

@@ -69,7 +69,17 @@ type Node struct {
 type Entry struct {
 	Name string
 	Kind Kind
+	// Inode is the inode the name linked when the directory was read, as the directory
+	// entry itself says (getdents64's d_ino, with the directory's own device): the zero
+	// Inode when the Dir does not say.
+	Inode Inode
 }
+
+// Inode names an inode as a directory entry does: by the device of the directory that holds
+// the entry and the inode number the entry records. A name that is a mount point records
+// the inode it covers, so an entry's Inode equals the one a stat of the name gives only when
+// no other filesystem is mounted there. The zero Inode is unknown: it equals no stat.
+type Inode struct{ Device, Number uint64 }
 
 // Dir is an opened directory. Implementations answer for exactly this directory, never by
 // re-resolving a path, and never follow a symlink themselves.

@@ -212,7 +212,7 @@ func (fs *fakeFS) statLeaf(r *Result) (*fakeNode, error) {
 func (fs *fakeFS) leaves(visit func(string, fakeFile) error) Leaves[*fakeNode, fakeFile] {
 	return Leaves[*fakeNode, fakeFile]{
 		Stat: fs.statLeaf,
-		Known: func(_ []byte, stat func() (*fakeNode, bool)) bool {
+		Known: func(_ []byte, _ Inode, stat func() (*fakeNode, bool)) bool {
 			stat()
 			return false
 		},
@@ -542,7 +542,7 @@ func TestWalkAsksKnownBeforeOpening(t *testing.T) {
 			})
 			leaves.Known = nil
 			if c.known != nil {
-				leaves.Known = func(p []byte, stat func() (*fakeNode, bool)) bool {
+				leaves.Known = func(p []byte, _ Inode, stat func() (*fakeNode, bool)) bool {
 					if _, ok := stat(); !ok {
 						return false
 					}

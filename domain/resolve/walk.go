@@ -50,12 +50,14 @@ type Leaves[S any, F io.Closer] struct {
 	// when r.Node.ID is set, a file other than that node is Replaced.
 	Stat func(r *Result) (S, error)
 	// Known, when set, is asked with the reported path, valid only during the call (a caller
-	// that keeps it copies it), and stat, which Stats the file when Known calls it and reports
-	// false when that failed. True means the caller lists the file from that alone: it is
-	// neither opened nor visited. A failed stat is judged as a failed open is, whatever Known
-	// answers. When Known is nil every file is opened. Known may be asked again about the same
-	// path when the file was replaced between its stat and its open (RetryReplaced).
-	Known func(path []byte, stat func() (S, bool)) bool
+	// that keeps it copies it), the Inode the file's directory entry names (the zero Inode
+	// for a file reached through a symlink, or when the Dir does not say), and stat, which
+	// Stats the file when Known calls it and reports false when that failed. True means the
+	// caller lists the file from that alone: it is neither opened nor visited. A failed stat
+	// is judged as a failed open is, whatever Known answers. When Known is nil every file is
+	// opened. Known may be asked again about the same path when the file was replaced between
+	// its stat and its open (RetryReplaced).
+	Known func(path []byte, inode Inode, stat func() (S, bool)) bool
 	// Open opens the file, as the open callback of Open does.
 	Open func(r *Result) (F, error)
 	// Visit is handed the opened file under its reported path; the file is closed after it
@@ -187,7 +189,7 @@ func (w *walker[S, F]) dir(d Dir, entries []Entry) error {
 		case Directory:
 			err = w.subdir(d, e.Name)
 		case Regular:
-			err = w.file(d, e.Name)
+			err = w.file(d, e.Name, e.Inode)
 		case Symlink:
 			if w.rule.follow {
 				err = w.link(e.Name)
@@ -239,10 +241,10 @@ func (w *walker[S, F]) subdir(d Dir, name string) error {
 	return err
 }
 
-// file lists the regular file name of d.
-func (w *walker[S, F]) file(d Dir, name string) error {
+// file lists the regular file name of d, whose entry names inode.
+func (w *walker[S, F]) file(d Dir, name string, inode Inode) error {
 	w.leaf = Result{Path: append(w.names, name), Parent: d, Name: name, Node: Node{Kind: Regular}}
-	f, known, err := w.take(&w.leaf)
+	f, known, err := w.take(&w.leaf, inode)
 	return w.emit(f, known, err)
 }
 
@@ -257,18 +259,18 @@ func (w *walker[S, F]) link(name string) error {
 			return f, err
 		}
 		defer r.close()
-		f, known, err = w.take(r)
+		f, known, err = w.take(r, Inode{}) // the entry names the link, not the file
 		return f, err
 	})
 	return w.emit(f, known, err)
 }
 
-// take asks Known about the file r names, listed under the current path, and opens it unless
-// Known knew it.
-func (w *walker[S, F]) take(r *Result) (f F, known bool, err error) {
+// take asks Known about the file r names, listed under the current path, whose directory
+// entry names inode, and opens it unless Known knew it.
+func (w *walker[S, F]) take(r *Result, inode Inode) (f F, known bool, err error) {
 	if w.leaves.Known != nil {
 		w.stated, w.statErr = r, nil
-		known = w.leaves.Known(w.path, w.statLeaf)
+		known = w.leaves.Known(w.path, inode, w.statLeaf)
 		w.stated = nil
 		if w.statErr != nil {
 			return f, false, w.statErr

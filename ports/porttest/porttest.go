@@ -16,6 +16,7 @@ import (
 	"github.com/resplane/resplane/domain/containment"
 	"github.com/resplane/resplane/domain/pathpolicy"
 	"github.com/resplane/resplane/domain/refusal"
+	"github.com/resplane/resplane/domain/resolve"
 	"github.com/resplane/resplane/ports"
 	"github.com/resplane/resplane/ports/porttest/fixture"
 )
@@ -379,7 +380,7 @@ func list(t *testing.T, fs ports.ExportFS, root string, class containment.Class)
 	var err error
 	within(t, func() {
 		err = fs.Walk(context.Background(), root, class, ports.Visitor{
-			Known: func(p []byte, stat func() (ports.FileStat, bool)) bool {
+			Known: func(p []byte, _ resolve.Inode, stat func() (ports.FileStat, bool)) bool {
 				if st, ok := stat(); ok {
 					shown[string(p)] = st
 				}
@@ -568,15 +569,17 @@ func runKnown(t *testing.T, build Builder) {
 				want["l"] = a
 			}
 			shown := map[string]ports.FileStat{}
+			told := map[string]resolve.Inode{}
 			var err error
 			within(t, func() {
 				err = fx.FS.Walk(context.Background(), "out", class, ports.Visitor{
-					Known: func(p []byte, stat func() (ports.FileStat, bool)) bool {
+					Known: func(p []byte, inode resolve.Inode, stat func() (ports.FileStat, bool)) bool {
 						st, ok := stat()
 						if !ok {
 							t.Errorf("%q could not be stated", p)
 						}
 						shown[string(p)] = st
+						told[string(p)] = inode
 						return true
 					},
 					Visit: func(p string, _ ports.File) error {
@@ -593,6 +596,17 @@ func runKnown(t *testing.T, build Builder) {
 			if !ok || locked.Size != 1 || !locked.ModTime.Equal(fixture.MTime) {
 				t.Errorf("locked.txt was shown as %+v (asked: %v), want its stat, taken without opening it", locked, ok)
 			}
+			// A file's own entry names the inode its stat gives; an entry that is a link names
+			// no inode of the file it leads to.
+			for p, st := range shown {
+				want := resolve.Inode{Device: st.Device, Number: st.Inode}
+				if p == "l" {
+					want = resolve.Inode{}
+				}
+				if told[p] != want {
+					t.Errorf("Known was told %s links %+v, want %+v", p, told[p], want)
+				}
+			}
 			delete(shown, "locked.txt")
 			if !maps.EqualFunc(shown, want, sameStat) {
 				t.Errorf("Known was shown %+v\nwant               %+v", shown, want)
@@ -606,7 +620,7 @@ func runKnown(t *testing.T, build Builder) {
 			var shown, opened []ports.FileStat
 			var got []string
 			err := fx.FS.Walk(context.Background(), "out", containment.Sealed, ports.Visitor{
-				Known: func(q []byte, stat func() (ports.FileStat, bool)) bool {
+				Known: func(q []byte, _ resolve.Inode, stat func() (ports.FileStat, bool)) bool {
 					if string(q) == p {
 						st, _ := stat()
 						if len(shown) == 0 {

@@ -19,6 +19,9 @@ type LeaseFixture struct {
 	// OpenForWriting opens the file at path for writing, as an agent's open(O_WRONLY) does,
 	// and returns once the open went through; closeFile closes it.
 	OpenForWriting func(path string) (closeFile func())
+	// SetTimes sets the modification time of the file at path, as touch -d does, through
+	// another name of the file where the filesystem has more than one; it breaks no lease.
+	SetTimes func(path string, mtime time.Time)
 }
 
 // LeaseBuilder makes a fresh workdir holding layout and the ReadLeases of its files.
@@ -117,6 +120,55 @@ func RunReadLeases(t *testing.T, build LeaseBuilder) {
 		}
 		if l.Held() {
 			t.Fatal("a released lease is held again once another lease was taken")
+		}
+	})
+
+	// changes reads a lease's count after a Sync.
+	changes := func(fx LeaseFixture, l ports.Lease) (uint64, bool) {
+		fx.Leases.Sync()
+		return l.Changes()
+	}
+
+	t.Run("an unchanged file keeps its count across Syncs", func(t *testing.T) {
+		fx := build(t, layout)
+		l := lease(t, fx, "a.txt")
+		before, watched := changes(fx, l)
+		fx.OpenForWriting("b.txt")()
+		fx.SetTimes("b.txt", time.Unix(1e9, 0))
+		if after, still := changes(fx, l); watched && (!still || after != before) {
+			t.Fatalf("a.txt's count moved from %d to %d (watched: %v) with no change to it", before, after, still)
+		}
+	})
+
+	t.Run("a change of a file's times moves its count at the next Sync", func(t *testing.T) {
+		fx := build(t, layout)
+		l := lease(t, fx, "a.txt")
+		before, _ := changes(fx, l)
+		fx.SetTimes("a.txt", time.Unix(1e9, 0))
+		if after, watched := changes(fx, l); watched && after == before {
+			t.Fatalf("a.txt's count stayed %d after its times were set", after)
+		}
+		if !l.Held() {
+			t.Fatal("setting a file's times broke its lease")
+		}
+	})
+
+	t.Run("a write leaves no lease both held and unchanged", func(t *testing.T) {
+		fx := build(t, layout)
+		l := lease(t, fx, "a.txt")
+		before, _ := changes(fx, l)
+		fx.OpenForWriting("a.txt")()
+		if after, watched := changes(fx, l); watched && after == before && l.Held() {
+			t.Fatalf("after a write a.txt's lease is held and its count still %d", after)
+		}
+	})
+
+	t.Run("a released lease is unwatched", func(t *testing.T) {
+		fx := build(t, layout)
+		l := lease(t, fx, "a.txt")
+		l.Release()
+		if _, watched := changes(fx, l); watched {
+			t.Fatal("a released lease reports itself watched")
 		}
 	})
 

@@ -103,6 +103,7 @@ type conn struct {
 
 func (c *conn) Read(p []byte) (int, error) {
 	if c.scanning {
+		growStack(len(p))
 		if n, whole := c.scanInto(p); whole {
 			return n, nil
 		}
@@ -268,3 +269,22 @@ func OriginalTarget(r *http.Request) string {
 	}
 	return r.RequestURI
 }
+
+// growStack makes the runtime grow the calling goroutine's stack while it is shallow: its
+// frame of stackFrame bytes does not fit in the 4 KiB stack net/http's goroutine has reached
+// by a connection's first read, so the runtime moves the stack to 8 KiB there, copying the
+// few frames below this call. Serving a read or a redeem needs those 8 KiB, and without this
+// the runtime grew the stack deep in the handler instead, copying and adjusting every frame of
+// the middleware chain on the way (docs/decisions/0187-a-connection-grows-its-stack-at-its-first-read.md).
+// b stays on the stack (no allocation; TestGrowStackAllocatesNothing): its only cost is being
+// zeroed.
+//
+//go:noinline
+func growStack(i int) byte {
+	var b [stackFrame]byte
+	b[i%stackFrame] = 1
+	return b[(i*7)%stackFrame]
+}
+
+// stackFrame is growStack's frame: more than a 4 KiB stack has left, less than an 8 KiB one has.
+const stackFrame = 4 << 10

@@ -64,6 +64,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // MaxRequestLine is the longest request line, in bytes including its line ending, that a
@@ -94,16 +95,26 @@ func (l listener) Accept() (net.Conn, error) {
 // net/http, so a handler reading target is ordered after the write.
 type conn struct {
 	net.Conn
-	scanning bool   // the request line has not been read yet
-	pending  []byte // bytes read ahead (the repaired line and what followed it), not yet handed on
-	err      error  // the read error that ended the scan, returned once pending is drained
-	target   string // the request target as sent
-	recorded bool   // target was recorded
+	scanning bool        // the request line has not been read yet
+	pending  []byte      // bytes read ahead (the repaired line and what followed it), not yet handed on
+	err      error       // the read error that ended the scan, returned once pending is drained
+	target   string      // the request target as sent
+	recorded bool        // target was recorded
+	grown    atomic.Bool // the first RemoteAddr has grown the stack
+}
+
+// RemoteAddr is the wrapped connection's. Its first call, which net/http makes as the first
+// thing on the connection's goroutine, grows that goroutine's stack (growStack).
+func (c *conn) RemoteAddr() net.Addr {
+	if !c.grown.Load() {
+		c.grown.Store(true)
+		growStack(len(c.target))
+	}
+	return c.Conn.RemoteAddr()
 }
 
 func (c *conn) Read(p []byte) (int, error) {
 	if c.scanning {
-		growStack(len(p))
 		if n, whole := c.scanInto(p); whole {
 			return n, nil
 		}
@@ -270,14 +281,14 @@ func OriginalTarget(r *http.Request) string {
 	return r.RequestURI
 }
 
-// growStack makes the runtime grow the calling goroutine's stack while it is shallow: its
-// frame of stackFrame bytes does not fit in the 4 KiB stack net/http's goroutine has reached
-// by a connection's first read, so the runtime moves the stack to 8 KiB there, copying the
-// few frames below this call. Serving a read or a redeem needs those 8 KiB, and without this
-// the runtime grew the stack deep in the handler instead, copying and adjusting every frame of
-// the middleware chain on the way (docs/decisions/0187-a-connection-grows-its-stack-at-its-first-read.md).
-// b stays on the stack (no allocation; TestGrowStackAllocatesNothing): its only cost is being
-// zeroed.
+// growStack makes the runtime grow the calling goroutine's stack to 8 KiB while it is
+// shallow: net/http's conn.serve has grown a connection's goroutine to 4 KiB by its first
+// RemoteAddr, and serving a read or a redeem needs 8 KiB, which the runtime otherwise
+// reached deep in the handler, copying and adjusting every frame of the middleware chain
+// (docs/decisions/0187-a-connection-grows-its-stack-before-its-first-request.md). A frame of
+// stackFrame bytes does not fit in 4 KiB, so called from there it costs one copy of two
+// frames. b stays on the stack (no allocation; TestGrowStackAllocatesNothing):
+// its only cost is being zeroed.
 //
 //go:noinline
 func growStack(i int) byte {
@@ -286,5 +297,6 @@ func growStack(i int) byte {
 	return b[(i*7)%stackFrame]
 }
 
-// stackFrame is growStack's frame: more than a 4 KiB stack has left, less than an 8 KiB one has.
+// stackFrame is growStack's frame: more than a 4 KiB stack can hold, less than an 8 KiB one
+// has left near its top.
 const stackFrame = 4 << 10

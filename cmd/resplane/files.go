@@ -274,6 +274,8 @@ func (p *program) filesPull(ctx context.Context, v config.Values) error {
 		return err
 	case watch && dryRun:
 		return config.Usagef("--watch changes the directory as the export changes; it does not take --dry-run")
+	case watch && v.Switch("strict"):
+		return config.Usagef("--watch keeps mirroring when a file is skipped for its size, and says so; it does not take --strict")
 	}
 	stderrFile, _ := p.stderr.(*os.File)
 	puller, cleanup, err := resplane.InitializeMirror(resplane.PullArgs{

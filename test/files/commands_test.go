@@ -81,6 +81,9 @@ func TestUsageErrorsExitTwoAndHelpExitsZero(t *testing.T) {
 		{[]string{"files", "get", url, "../secret"}, 2},
 		{[]string{"files", "pull", url, t.TempDir(), "--jobs", "0"}, 2},
 		{[]string{"files", "pull", url, t.TempDir(), "--jobs", "many"}, 2},
+		{[]string{"files", "pull", url, t.TempDir(), "--watch", "--interval", "100ms"}, 2},
+		{[]string{"files", "pull", url, t.TempDir(), "--watch", "--dry-run"}, 2},
+		{[]string{"files", "pull", url, t.TempDir(), "--watch", "--strict"}, 2},
 		{[]string{"files", "--help"}, 0},
 		{[]string{"files", "pull", "--help"}, 0},
 		{[]string{"files", "ls", "-h"}, 0},
@@ -95,6 +98,9 @@ func TestUsageErrorsExitTwoAndHelpExitsZero(t *testing.T) {
 		}
 		if tc.code == 0 && stderr != "" {
 			t.Errorf("resplane %q: help asked for, yet stderr says %q", tc.args, stderr)
+		}
+		if tc.code == 2 && strings.HasPrefix(tc.args[len(tc.args)-1], "--") && !strings.Contains(stderr, tc.args[len(tc.args)-1]) {
+			t.Errorf("resplane %q: the usage error does not name %s: %q", tc.args, tc.args[len(tc.args)-1], stderr)
 		}
 	}
 }

@@ -24,8 +24,9 @@ capabilities:
 // TestStalledRedeemsHoldNeitherMemoryNorTheNextRedeem pins for the peer plane what
 // docs/operator-guide.md, "Memory and connection bounds", promises for reads, since a redeem
 // calls the same reader: 100 connections that each redeem a 10 MiB file and then never read
-// hold its snapshot in the spool, so a new redeem still completes within 2 s, whole and with
-// its etag, and the minter's peak RSS stays under 128 MiB.
+// hold its snapshot in the spool, so a new redeem still completes, whole and with its etag,
+// and the minter's peak RSS stays under 128 MiB. The new redeem is given harness.StallTolerance, far
+// below what the stalled clients would hold it for, and its time is logged.
 func TestStalledRedeemsHoldNeitherMemoryNorTheNextRedeem(t *testing.T) {
 	t.Parallel()
 	big := make([]byte, 10<<20)
@@ -42,7 +43,7 @@ func TestStalledRedeemsHoldNeitherMemoryNorTheNextRedeem(t *testing.T) {
 	harness.AwaitOK(t, a.Ready.Trace, "peer_handle_redeem", 100, 60*time.Second)
 
 	start := time.Now()
-	r := harness.RawWithin(t, addr, request, 2*time.Second)
+	r := harness.RawWithin(t, addr, request, harness.StallTolerance)
 	elapsed := time.Since(start)
 	if r.Status != 200 || !bytes.Equal(r.Body, big) || r.Get("etag") != harness.ETag(big) {
 		t.Fatalf("status %d, %d body bytes, etag %s: want the whole file and its etag", r.Status, len(r.Body), r.Get("etag"))

@@ -236,9 +236,13 @@ func repair(target string) string {
 	if pathEnd < 0 {
 		pathEnd = len(target)
 	}
+	first := strings.IndexByte(target[:pathEnd], '%')
+	if first < 0 {
+		return target // nothing to repair: the common case, found without a loop over the bytes
+	}
 	var b strings.Builder
 	copied := 0 // target[:copied] has been written to b
-	for i := 0; i < pathEnd; i++ {
+	for i := first; i < pathEnd; i++ {
 		if target[i] == '%' && !(i+2 < pathEnd && isHex(target[i+1]) && isHex(target[i+2])) {
 			b.WriteString(target[copied : i+1])
 			b.WriteString("25")

@@ -21,11 +21,9 @@ type watches struct {
 	mounts int // /proc/self/mountinfo, polled for POLLPRI; -1 when fd is
 	limit  int // the most inodes watched at once
 	// byWD is every watch added and not removed, by descriptor; buf is what Sync reads
-	// events into, path where add spells a descriptor's /proc name. All are guarded by
-	// Leases.mu.
+	// events into. Both are guarded by Leases.mu.
 	byWD map[int32]*watch
 	buf  []byte
-	path []byte
 	// epoch moves at every overflow of the event queue and every change of the mount table:
 	// every watch then counts as changed.
 	epoch atomic.Uint64
@@ -82,11 +80,8 @@ func (ws *watches) add(fd int) *watch {
 	if ws.fd < 0 || len(ws.byWD) >= ws.limit {
 		return nil
 	}
-	// The name spelled in a buffer of its own, NUL-terminated, rather than as a string
-	// converted at each call: a cold listing adds one watch per file.
-	ws.path = append(strconv.AppendInt(append(ws.path[:0], "/proc/self/fd/"...), int64(fd), 10), 0)
-	wd, _, errno := unix.Syscall(unix.SYS_INOTIFY_ADD_WATCH, uintptr(ws.fd), uintptr(unsafe.Pointer(&ws.path[0])), watchMask)
-	if errno != 0 {
+	wd, err := unix.InotifyAddWatch(ws.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
+	if err != nil {
 		return nil
 	}
 	w := ws.byWD[int32(wd)]
